@@ -1,0 +1,46 @@
+# Gradient Pitfalls. Needs only Python 3.11 and make: every target installs what it needs
+# into .venv from the pinned requirements first.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+export NO_MKDOCS_2_WARNING := 1
+
+.PHONY: serve build test record lint format bench chapter clean help
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.site: requirements.txt | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	@touch $@
+
+$(VENV)/.dev: requirements.txt requirements-dev.txt | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
+	@touch $@ $(VENV)/.site
+
+serve: $(VENV)/.site  ## build and serve the site on http://127.0.0.1:8000 with live reload
+	$(BIN)/mkdocs serve --dev-addr 127.0.0.1:8000 --livereload
+
+build: $(VENV)/.site  ## write the static site to site/ (strict)
+	$(BIN)/mkdocs build --strict --clean
+
+test: $(VENV)/.dev  ## run the whole test suite: lint, library, snippets, build, browser
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/python -m pytest
+
+record: $(VENV)/.site  ## re-run the snippets and re-record their numbers (then review git diff)
+	$(BIN)/python -m pipeline.record $(NAME)
+
+lint: $(VENV)/.dev  ## ruff: lint and format in place
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+bench: $(VENV)/.dev  ## print build, rebuild, snippet and test-suite timings
+	$(BIN)/python benchmarks/build.py
+
+clean:  ## remove the site, the caches and outputs (keeps .venv)
+	rm -rf site .cache out

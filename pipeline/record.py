@@ -1,0 +1,99 @@
+"""Recorded numbers: the values the chapters quote, pinned in ``tests/recorded/NAME.json``.
+
+``python -m pipeline.record [NAME ...]`` (``make record``) runs the snippets and rewrites their
+recorded files; ``git diff tests/recorded`` then shows every number that moved. The test job
+compares each run against these files with :func:`drift`.
+"""
+
+import json
+import math
+import sys
+from pathlib import Path
+
+from pipeline import macros, runner
+
+RECORDED = runner.ROOT / "tests" / "recorded"
+DOCS = runner.ROOT / "docs"
+
+
+def recorded_path(name: str) -> Path:
+    return RECORDED / f"{name}.json"
+
+
+def load(name: str) -> dict:
+    path = recorded_path(name)
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+
+def write(result: runner.Result) -> Path:
+    """Pin a result's numbers, one per line and sorted, so diffs read well."""
+    RECORDED.mkdir(parents=True, exist_ok=True)
+    path = recorded_path(result.name)
+    path.write_text(json.dumps(result.numbers, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return path
+
+
+def quoting_pages(snippet: str, key: str, docs: Path = DOCS) -> list[str]:
+    """The chapters whose prose quotes ``{{ snippet.key }}``."""
+    return [
+        md.relative_to(docs).as_posix()
+        for md in sorted(docs.rglob("*.md"))
+        if (snippet, key) in macros.quoted_keys(md.read_text(encoding="utf-8"))
+    ]
+
+
+def _close(new, old, rtol: float, atol: float) -> bool:
+    if isinstance(new, bool) or isinstance(old, bool) or (isinstance(new, int) and isinstance(old, int)):
+        return new == old
+    if math.isnan(new) or math.isnan(old):
+        return math.isnan(new) and math.isnan(old)
+    return abs(new - old) <= atol + rtol * abs(old)
+
+
+def drift(document: dict, recorded: dict, docs: Path = DOCS) -> list[str]:
+    """Every difference between a run's numbers and the recorded ones, as readable lines."""
+    name = document["snippet"]
+    problems = []
+    for key, entry in document["numbers"].items():
+        if key not in recorded:
+            problems.append(f"{name}.{key} = {entry['value']!r} is new: not recorded yet")
+            continue
+        new, old, rtol, atol = entry["value"], recorded[key], entry["rtol"], entry["atol"]
+        if not _close(new, old, rtol, atol):
+            pages = ", ".join(quoting_pages(name, key, docs)) or "no chapter"
+            problems.append(
+                f"{name}.{key} drifted: recorded {old!r}, now {new!r} "
+                f"(rtol {rtol:g}, atol {atol:g}); quoted by {pages}"
+            )
+    for key in sorted(set(recorded) - set(document["numbers"])):
+        pages = ", ".join(quoting_pages(name, key, docs)) or "no chapter"
+        problems.append(f"{name}.{key} was recorded but the snippet no longer computes it; quoted by {pages}")
+    return problems
+
+
+def main(argv: list[str]) -> int:
+    names = set(argv)
+    paths = [p for p in runner.snippet_paths() if not names or p.stem in names]
+    if names - {p.stem for p in paths}:
+        print(f"unknown snippet(s): {', '.join(sorted(names - {p.stem for p in paths}))}", file=sys.stderr)
+        return 2
+    try:
+        results = runner.run_all(paths)
+    except runner.SnippetError as error:
+        print(error, file=sys.stderr)
+        return 1
+    for result in results.values():
+        changes = drift(result.document, load(result.name))
+        path = write(result)
+        print(f"{path.relative_to(runner.ROOT)}: {len(changes)} change(s)")
+        for line in changes:
+            print(f"  {line}")
+    known = {p.stem for p in runner.snippet_paths()}
+    for orphan in sorted(RECORDED.glob("*.json")):
+        if orphan.stem not in known:
+            print(f"{orphan.relative_to(runner.ROOT)}: no such snippet any more; delete it")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,224 @@
+"""Run every snippet once, as a notebook, and cache what it produced.
+
+This is a plain module: the MkDocs hook (``pipeline/hooks.py``) calls :func:`run_all`, the
+tests call it, and ``python -m pipeline.runner [NAME ...]`` runs it by itself.
+
+A snippet's result lives in ``.cache/snippets/NAME/KEY/``: the executed notebook, its
+``numbers.json`` and its figures. ``KEY`` hashes everything that can change the result: the
+snippet, every file of the project library (``snippets/gradlab``), the pinned requirements, this
+runner and the Python version. An unchanged snippet is therefore never re-run, and a result is
+only ever read from the folder of its current key: a stale result cannot be published. A run
+writes into a temporary folder that is renamed into place only when the run succeeded.
+"""
+
+import hashlib
+import json
+import os
+import re
+import shlex
+import shutil
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SNIPPETS = ROOT / "snippets"
+LIBRARY = SNIPPETS / "gradlab"
+CACHE = ROOT / ".cache" / "snippets"
+HASHED_FILES = [ROOT / "requirements.txt", Path(__file__).resolve()]
+TIMEOUT_SECONDS = 300
+
+
+class SnippetError(Exception):
+    """A snippet failed to run: the message names its file, line and traceback."""
+
+
+@dataclass(frozen=True)
+class Result:
+    name: str
+    folder: Path  # .cache/snippets/NAME/KEY
+    seconds: float  # run time; 0.0 when read from the cache
+    cached: bool
+
+    @property
+    def notebook(self) -> Path:
+        return self.folder / f"{self.name}.ipynb"
+
+    @property
+    def document(self) -> dict:
+        return json.loads((self.folder / "numbers.json").read_text(encoding="utf-8"))
+
+    @property
+    def numbers(self) -> dict:
+        """``{key: value}`` of every number the snippet recorded."""
+        return {key: entry["value"] for key, entry in self.document["numbers"].items()}
+
+    @property
+    def figures(self) -> dict:
+        """``{key: {"alt": ..., "title": ...}}``; files are ``key.svg`` and ``key-dark.svg``."""
+        return self.document["figures"]
+
+
+def snippet_paths(folder: Path = SNIPPETS) -> list[Path]:
+    """Every snippet: the ``*.py`` files directly in ``snippets/`` not starting with ``_``."""
+    return sorted(p for p in Path(folder).glob("*.py") if not p.name.startswith("_"))
+
+
+def cache_key(path: Path) -> str:
+    """Hash of the snippet, the library, the pinned requirements, the runner and Python."""
+    digest = hashlib.sha256(sys.version.encode())
+    library = sorted(LIBRARY.rglob("*.py"))
+    for file in [Path(path), *library, *HASHED_FILES]:
+        digest.update(file.name.encode())
+        digest.update(file.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def to_notebook(path: Path):
+    """Read a percent-format script as a notebook; its docstring becomes a Markdown cell."""
+    import jupytext
+    import nbformat
+
+    notebook = jupytext.read(path)
+    first = notebook.cells[0] if notebook.cells else None
+    source = first.source if first is not None and first.cell_type == "code" else ""
+    docstring = re.fullmatch(r'\s*r?"""(.*?)"""\s*', source, re.S)
+    if docstring:
+        text = docstring.group(1).strip()
+        notebook.cells[0] = nbformat.v4.new_markdown_cell(text)
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    return notebook
+
+
+def _cell_line(path: Path, notebook, cell_index: int) -> int:
+    """The 1-based line in ``path`` where the source of cell ``cell_index`` starts."""
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith("# %%")]
+    preamble = lines[: starts[0]] if starts else lines
+    if any(line.strip() for line in preamble):
+        starts.insert(0, -1)  # text before the first marker is a cell of its own
+    marker = starts[cell_index] if cell_index < len(starts) else 0
+    first = (notebook.cells[cell_index].source.splitlines() or [""])[0]
+    for number in range(marker + 1, len(lines)):
+        if lines[number] == first:
+            return number + 1
+    return marker + 2
+
+
+def _error_message(path: Path, notebook, error) -> str:
+    """``snippets/NAME.py:LINE: ExcType: message`` and the traceback, without colour codes."""
+    for index, cell in enumerate(notebook.cells):
+        for output in cell.get("outputs", []):
+            if output.get("output_type") != "error":
+                continue
+            text = re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(output["traceback"]))
+            hits = re.findall(r"Cell In\[\d+\], line (\d+)", text)  # the frame in the cell
+            line = _cell_line(path, notebook, index) + (int(hits[-1]) - 1 if hits else 0)
+            where = f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}:{line}"
+            return f"{where}: {output['ename']}: {output['evalue']}\n{text}"
+    return f"{path}: {error}"
+
+
+def _execute(path: Path, folder: Path) -> None:
+    """Execute the snippet as a notebook with its output folder set to ``folder``."""
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    paths = [str(SNIPPETS), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    kernel_env = {
+        **os.environ,
+        "GRADLAB_SNIPPET_NAME": path.stem,  # read by gradlab.snippet.parse()
+        "GRADLAB_SNIPPET_ARGV": f"--out {shlex.quote(str(folder))}",
+        "PYTHONPATH": os.pathsep.join(paths),  # the kernel imports gradlab from snippets/
+        "MPLBACKEND": "module://matplotlib_inline.backend_inline",
+    }
+    notebook = to_notebook(path)
+    client = NotebookClient(
+        notebook,
+        timeout=TIMEOUT_SECONDS,
+        kernel_name="python3",
+        extra_arguments=["--IPKernelApp.log_level=ERROR"],  # not the TCP-encryption notice
+        allow_errors=False,  # a failing cell fails the build, it is never rendered
+        resources={"metadata": {"path": str(ROOT)}},
+    )
+    try:
+        client.execute(env=kernel_env)
+    except CellExecutionError as error:
+        raise SnippetError(_error_message(path, notebook, error)) from None
+    if not (folder / "numbers.json").exists():
+        raise SnippetError(f"{path}: finished without results.save() (no numbers.json)")
+    import nbformat
+
+    nbformat.write(notebook, folder / f"{path.stem}.ipynb")
+
+
+def run_one(path: Path, cache: Path = CACHE) -> Result:
+    """Run one snippet unless its current result is cached; return the result."""
+    path = Path(path).resolve()
+    key = cache_key(path)
+    home = Path(cache) / path.stem
+    final = home / key
+    if (final / "numbers.json").exists() and (final / f"{path.stem}.ipynb").exists():
+        return Result(path.stem, final, 0.0, cached=True)
+    temporary = home / f"{key}.tmp-{os.getpid()}"
+    shutil.rmtree(temporary, ignore_errors=True)
+    temporary.mkdir(parents=True)
+    start = time.perf_counter()
+    try:
+        _execute(path, temporary)
+    except BaseException:
+        shutil.rmtree(temporary, ignore_errors=True)
+        raise
+    seconds = time.perf_counter() - start
+    for old in home.iterdir():  # results of earlier keys are stale: remove them
+        if old != temporary:
+            shutil.rmtree(old, ignore_errors=True)
+    temporary.rename(final)
+    return Result(path.stem, final, seconds, cached=False)
+
+
+def _run_quietly(path: Path, cache: Path):
+    try:
+        return run_one(path, cache)
+    except SnippetError as error:
+        return error
+
+
+def run_all(paths=None, cache: Path = CACHE, jobs: int | None = None) -> dict[str, Result]:
+    """Run every snippet (in parallel across cores); raise one SnippetError naming all failures."""
+    paths = snippet_paths() if paths is None else [Path(p) for p in paths]
+    jobs = jobs or os.cpu_count() or 1
+    stale = [p for p in paths if not (Path(cache) / p.stem / cache_key(p) / "numbers.json").exists()]
+    if len(stale) <= 1 or jobs == 1:
+        outcomes = [_run_quietly(p, cache) for p in paths]
+    else:
+        with ProcessPoolExecutor(max_workers=min(jobs, len(stale))) as pool:
+            outcomes = list(pool.map(_run_quietly, paths, [cache] * len(paths)))
+    failures = [str(o) for o in outcomes if isinstance(o, SnippetError)]
+    if failures:
+        raise SnippetError(f"{len(failures)} snippet(s) failed:\n\n" + "\n\n".join(failures))
+    return {result.name: result for result in outcomes}
+
+
+def main(argv: list[str]) -> int:
+    names = set(argv)
+    paths = [p for p in snippet_paths() if not names or p.stem in names]
+    unknown = names - {p.stem for p in paths}
+    if unknown:
+        print(f"unknown snippet(s): {', '.join(sorted(unknown))}", file=sys.stderr)
+        return 2
+    try:
+        results = run_all(paths)
+    except SnippetError as error:
+        print(error, file=sys.stderr)
+        return 1
+    for result in results.values():
+        state = "cached" if result.cached else f"{result.seconds:6.2f} s"
+        print(f"{result.name:<32} {state:>9}  {result.folder.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,31 @@
+"""Shared fixtures: every snippet runs once per session, the site is built once per session."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "snippets"))  # import gradlab
+sys.path.insert(0, str(ROOT))  # import pipeline
+
+from pipeline import runner  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def snippet_results():
+    """Every snippet's result, run in parallel (or read from the cache) once per session."""
+    return runner.run_all()
+
+
+@pytest.fixture(scope="session")
+def built_site(snippet_results, tmp_path_factory):
+    """A clean ``mkdocs build --strict`` into a temporary folder; snippets come from the cache."""
+    site = tmp_path_factory.mktemp("site")
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    command = [sys.executable, "-m", "mkdocs", "build", "--strict", "--clean", "-d", str(site)]
+    build = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+    assert build.returncode == 0, f"mkdocs build --strict failed:\n{build.stderr[-4000:]}"
+    return site

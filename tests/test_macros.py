@@ -1,0 +1,74 @@
+"""pipeline/macros.py: numbers and figures in prose; unknown names fail with page and line."""
+
+from types import SimpleNamespace
+
+import pytest
+from mkdocs.exceptions import PluginError
+
+from pipeline import hooks, macros
+
+RESULTS = {
+    "demo": SimpleNamespace(
+        numbers={"ratio": 3.2e-11, "count": 1234567, "share": 0.4321},
+        figures={"curve": {"alt": "A falling curve.", "title": "Curve"}},
+    )
+}
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("{{ demo.ratio }}", "3.2e-11"),
+        ("{{ demo.ratio:.2x }}", "3.20 × 10⁻¹¹"),
+        ("{{demo.share:.1%}}", "43.2%"),
+        ("{{ demo.count:, }}", "1,234,567"),
+        ("{{ demo.count }}", "1234567"),
+        (r"\{{ demo.count }}", "{{ demo.count }}"),
+    ],
+)
+def test_numbers_are_formatted(source, expected):
+    assert macros.substitute(source, RESULTS, "page.md") == expected
+
+
+def test_figure_has_both_palettes_alt_text_and_a_link_to_its_snippet():
+    markdown = macros.substitute("{{ figure demo.curve }}", RESULTS, "part/page.md")
+    assert "![A falling curve.](../figures/demo/curve.svg#only-light)" in markdown
+    assert "![A falling curve.](../figures/demo/curve-dark.svg#only-dark)" in markdown
+    assert "(../notebooks/demo.ipynb)" in markdown
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        (
+            "one\ntwo {{ demo.missing }}",
+            "page.md:2: {{ demo.missing }}: snippet 'demo' has no number 'missing' (ratio, count, share)",
+        ),
+        ("{{ nope.ratio }}", "page.md:1: {{ nope.ratio }}: no snippet 'nope' (snippets: demo)"),
+        (
+            "\n\n{{ figure demo.nope }}",
+            "page.md:3: {{ figure demo.nope }}: snippet 'demo' has no figure 'nope' (curve)",
+        ),
+        ("{{ demo.ratio:q }}", "page.md:1: {{ demo.ratio:q }}: bad format spec 'q'"),
+    ],
+)
+def test_unknown_names_fail_with_page_and_line(source, message):
+    with pytest.raises(macros.MacroError) as failure:
+        macros.substitute(source, RESULTS, "page.md")
+    assert str(failure.value).startswith(message)
+
+
+def test_the_hook_turns_a_macro_error_into_a_build_failure(monkeypatch):
+    monkeypatch.setattr(hooks, "RESULTS", RESULTS)
+    page = SimpleNamespace(file=SimpleNamespace(src_uri="chapter.md"))
+    with pytest.raises(PluginError, match=r"chapter\.md:1"):
+        hooks.on_page_markdown("{{ demo.absent }}", page, None, None)
+
+
+def test_the_hook_turns_a_failing_snippet_into_a_build_failure(monkeypatch):
+    def fail():
+        raise hooks.runner.SnippetError("snippets/x.py:7: ValueError: bad")
+
+    monkeypatch.setattr(hooks.runner, "run_all", fail)
+    with pytest.raises(PluginError, match=r"snippets/x.py:7: ValueError: bad"):
+        hooks.on_config(SimpleNamespace(nav=[]))

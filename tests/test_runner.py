@@ -1,0 +1,86 @@
+"""pipeline/runner.py: caching by content hash, failures that name file and line, no stale results."""
+
+import pytest
+
+from pipeline import runner
+
+OK = '''"""A tiny snippet."""
+
+# %% [markdown]
+# Records one number.
+
+# %%
+from gradlab import snippet
+
+args, results = snippet.parse(snippet.parser())
+results.number("answer", {value}, "the answer")
+results.save()
+'''
+
+BOOM = '''"""A snippet that fails."""
+
+# %% [markdown]
+# Fails in its second code cell.
+
+# %%
+x = 1
+
+# %%
+y = x + 1
+raise RuntimeError("boom on purpose")
+'''
+
+
+def test_a_result_is_cached_until_the_snippet_changes(tmp_path):
+    path = tmp_path / "tiny.py"
+    path.write_text(OK.format(value=42))
+    first = runner.run_one(path, cache=tmp_path / "cache")
+    assert not first.cached and first.numbers == {"answer": 42}
+    again = runner.run_one(path, cache=tmp_path / "cache")
+    assert again.cached and again.folder == first.folder
+
+    path.write_text(OK.format(value=43))
+    changed = runner.run_one(path, cache=tmp_path / "cache")
+    assert not changed.cached and changed.numbers == {"answer": 43}
+    assert not first.folder.exists(), "the stale result must be removed"
+
+
+def test_the_key_covers_library_and_requirements(tmp_path, monkeypatch):
+    path = tmp_path / "tiny.py"
+    path.write_text(OK.format(value=1))
+    library = tmp_path / "gradlab"
+    library.mkdir()
+    (library / "engine.py").write_text("x = 1\n")
+    monkeypatch.setattr(runner, "LIBRARY", library)
+    before = runner.cache_key(path)
+    (library / "engine.py").write_text("x = 2\n")
+    assert runner.cache_key(path) != before
+    requirements = tmp_path / "requirements.txt"
+    requirements.write_text("numpy==1\n")
+    monkeypatch.setattr(runner, "HASHED_FILES", [requirements])
+    before = runner.cache_key(path)
+    requirements.write_text("numpy==2\n")
+    assert runner.cache_key(path) != before
+
+
+def test_a_failing_snippet_names_file_line_and_error_and_publishes_nothing(tmp_path):
+    path = tmp_path / "boom.py"
+    path.write_text(OK.format(value=1))
+    good = runner.run_one(path, cache=tmp_path / "cache")
+    path.write_text(BOOM)
+    with pytest.raises(runner.SnippetError) as failure:
+        runner.run_all([path], cache=tmp_path / "cache")
+    message = str(failure.value)
+    line = BOOM.splitlines().index('raise RuntimeError("boom on purpose")') + 1
+    assert f"boom.py:{line}: RuntimeError: boom on purpose" in message
+    assert "Traceback" in message or "RuntimeError" in message.splitlines()[-1]
+    leftovers = [p for p in (tmp_path / "cache" / "boom").iterdir() if p != good.folder]
+    assert leftovers == [], "a failed run must leave no result behind"
+
+
+def test_docstring_becomes_the_notebook_title_cell(tmp_path):
+    path = tmp_path / "tiny.py"
+    path.write_text(OK.format(value=1))
+    notebook = runner.to_notebook(path)
+    assert notebook.cells[0].cell_type == "markdown"
+    assert notebook.cells[0].source == "A tiny snippet."

@@ -1,0 +1,82 @@
+"""Every snippet: it meets the contract, and its numbers match the recorded ones."""
+
+import re
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT
+
+from pipeline import record, runner
+
+NAMES = [path.stem for path in runner.snippet_paths()]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_numbers_match_recorded(name, snippet_results):
+    result = snippet_results[name]
+    recorded = record.load(name)
+    assert recorded, f"{name}: no tests/recorded/{name}.json; run `make record` and commit it"
+    problems = record.drift(result.document, recorded)
+    if problems:
+        pytest.fail(
+            "\n".join(problems) + "\nIf the change is intended: `make record`, then commit the diff.",
+            pytrace=False,
+        )
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_snippet_contract(name, snippet_results):
+    source = (runner.SNIPPETS / f"{name}.py").read_text(encoding="utf-8")
+    assert re.match(r'"""\S.*\n', source), (
+        f"{name}.py must open with a docstring whose first line is its title"
+    )
+    assert "# %% [markdown]" in source, f"{name}.py needs Markdown cells that explain it"
+    assert re.search(r"^results\.save\(\)", source, re.M), f"{name}.py must end with results.save()"
+    legacy = re.findall(r"np\.random\.(?!default_rng)\w+", source)
+    assert not legacy, f"{name}.py uses the legacy global RNG {legacy}: use np.random.default_rng(args.seed)"
+    assert len(source.splitlines()) < 250, f"{name}.py is over 250 lines: move machinery into gradlab"
+    result = snippet_results[name]
+    assert result.numbers, f"{name}.py records no numbers"
+    for key in result.figures:
+        for stem in (key, f"{key}-dark"):
+            svg = (result.folder / f"{stem}.svg").read_text(encoding="utf-8")
+            assert svg.lstrip().startswith("<?xml") and "<svg" in svg, f"{name}: {stem}.svg is not an SVG"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_bad_argument_is_a_one_line_error(name):
+    run = subprocess.run(
+        [sys.executable, f"snippets/{name}.py", "--no-such-option"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 2
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and "error: unrecognized arguments: --no-such-option" in lines[0], run.stderr
+
+
+def test_drift_detector_fails_on_a_perturbed_number(snippet_results, tmp_path):
+    name, result = next(iter(snippet_results.items()))
+    document = result.document
+    key, entry = next((k, e) for k, e in document["numbers"].items() if not isinstance(e["value"], bool))
+    (tmp_path / "chapter.md").write_text(f"The value is {{{{ {name}.{key}:.3g }}}}.\n")
+    assert record.drift(document, dict(result.numbers), docs=tmp_path) == []
+
+    perturbed = dict(result.numbers)
+    perturbed[key] = entry["value"] * (1 + 100 * entry["rtol"]) + 10 * entry["atol"] + 1
+    problems = record.drift(document, perturbed, docs=tmp_path)
+    assert len(problems) == 1
+    assert f"{name}.{key} drifted" in problems[0] and "quoted by chapter.md" in problems[0]
+    assert repr(perturbed[key]) in problems[0] and repr(entry["value"]) in problems[0]
+
+
+def test_drift_detector_reports_new_and_vanished_numbers(snippet_results, tmp_path):
+    _name, result = next(iter(snippet_results.items()))
+    recorded = dict(result.numbers)
+    vanished = recorded.pop(next(iter(recorded)))
+    recorded["no_longer_computed"] = vanished
+    problems = record.drift(result.document, recorded, docs=tmp_path)
+    assert any("is new: not recorded yet" in p for p in problems)
+    assert any("no_longer_computed was recorded but the snippet no longer computes it" in p for p in problems)
