@@ -4,9 +4,10 @@
   the navigation. A failing snippet fails the build with its file, line and traceback.
 * ``on_files``: add the executed notebooks, the figures and MathJax to the site.
 * ``on_page_markdown``: resolve ``{{ snippet.key }}`` numbers and ``{{ figure ... }}`` figures.
-* ``on_post_page``: notebook pages lose nbconvert's CDN script tags and get real alt text.
+* ``on_post_page``: notebook pages are cleaned up by ``notebook_pages.py``.
 """
 
+import os
 import re
 import shutil
 import sys
@@ -17,9 +18,9 @@ from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from pipeline import macros, runner
+from pipeline import macros, notebook_pages, runner
 
-PAGES = runner.ROOT / ".cache" / "pages"  # src_dir of the notebook pages
+PAGES = runner.ROOT / ".cache" / "pages" / str(os.getpid())  # src_dir of the notebook pages
 RESULTS: dict[str, runner.Result] = {}
 NOTEBOOK_NAV_TITLE = "Run it yourself"
 
@@ -93,23 +94,12 @@ def on_pre_page(page, config, files):
     return page
 
 
-CDN_TAGS = re.compile(
-    r"<script[^>]*\bsrc=\"(?:https?:)?//[^\"]*\"[^>]*>\s*</script>"  # require.js and friends
-    r"|<script[^>]*\bsrc=\"\"[^>]*>\s*</script>"  # MathJax 2 tag with an empty src
-    r"|<script type=\"module\">[^<]*?cdnjs[^<]*?</script>",  # the mermaid import
-    re.S,
-)
-DEFAULT_ALT = 'alt="No description has been provided for this image"'
-
-
 def on_post_page(output, page, config):
     name = _notebook_name(page)
     if name is None:
         return output
-    output = CDN_TAGS.sub("", output)
-    figures = list(RESULTS[name].figures.values())
-    count = output.count(DEFAULT_ALT)
-    for figure in figures[:count]:  # the notebook shows its figures in the order they were saved
-        alt = figure["alt"].replace('"', "&quot;")
-        output = output.replace(DEFAULT_ALT, f'alt="{alt}"', 1)
-    return output
+    return notebook_pages.clean(output, list(RESULTS[name].figures.values()))
+
+
+def on_post_build(config):
+    shutil.rmtree(PAGES, ignore_errors=True)

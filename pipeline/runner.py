@@ -173,9 +173,12 @@ def run_one(path: Path, cache: Path = CACHE) -> Result:
         raise
     seconds = time.perf_counter() - start
     for old in home.iterdir():  # results of earlier keys are stale: remove them
-        if old != temporary:
+        if old != temporary and not old.name.startswith(f"{key}.tmp-"):
             shutil.rmtree(old, ignore_errors=True)
-    temporary.rename(final)
+    try:
+        temporary.rename(final)
+    except OSError:  # another process finished the same key first: keep its result
+        shutil.rmtree(temporary, ignore_errors=True)
     return Result(path.stem, final, seconds, cached=False)
 
 
