@@ -1,0 +1,73 @@
+"""Compare gradients computed by independent methods.
+
+If reverse mode, forward mode, central differences and the complex step agree, the gradient is
+right, and whatever goes wrong in training is a property of the function (or the optimizer),
+not of backpropagation.
+"""
+
+import numpy as np
+
+from . import engine, forward, numerical
+
+METHODS = {
+    "reverse": engine.grad,
+    "forward": forward.grad,
+    "central": numerical.central_difference,
+    "complex": numerical.complex_step,
+}
+
+
+def rel_error(a, b):
+    """Elementwise |a - b| / max(|a|, |b|), and 0 where both are 0 (as in CS231n).
+
+    Scale-free, so one tolerance fits gradients of any size; but two tiny gradients that
+    differ only by noise (1e-12 vs 3e-12) get a large relative error: a property of the measure.
+    """
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    scale = np.maximum(np.abs(a), np.abs(b))
+    return np.divide(np.abs(a - b), scale, out=np.zeros(np.broadcast(a, b).shape), where=scale > 0)
+
+
+def max_rel_error(grads_a, grads_b):
+    """The largest rel_error over two lists of gradients (one array per parameter)."""
+    if len(grads_a) != len(grads_b):
+        raise ValueError(f"{len(grads_a)} gradients vs {len(grads_b)}")
+    return max(
+        (float(rel_error(a, b).max(initial=0.0)) for a, b in zip(grads_a, grads_b, strict=True)), default=0.0
+    )
+
+
+def _methods_for(params, methods):
+    """Drop the complex step unless every parameter is float64 (it needs float64)."""
+    all_float64 = all(np.asarray(p).dtype == np.float64 for p in params)
+    return [m for m in methods if m != "complex" or all_float64]
+
+
+def compare(f, params, methods=("reverse", "forward", "central", "complex")):
+    """{"reverse vs forward": largest relative error, ...} for every other method in `methods`.
+
+    The complex step is skipped when a parameter is not float64.
+    """
+    reference = engine.grad(f, params)
+    return {
+        f"reverse vs {name}": max_rel_error(reference, METHODS[name](f, params))
+        for name in _methods_for(params, methods)
+        if name != "reverse"
+    }
+
+
+def assert_gradients_close(f, params, rtol, methods=("forward", "central", "complex"), atol=0.0):
+    """Raise AssertionError unless every method agrees with reverse mode entry by entry:
+    rel_error <= rtol or |difference| <= atol. The message names the method, the parameter,
+    the worst entry and both values."""
+    reference = engine.grad(f, params)
+    for name in _methods_for(params, methods):
+        for i, (expected, got) in enumerate(zip(reference, METHODS[name](f, params), strict=True)):
+            error = np.where(np.abs(expected - got) <= atol, 0.0, rel_error(expected, got))
+            if error.size and error.max() > rtol:
+                worst = tuple(int(k) for k in np.unravel_index(np.argmax(error), error.shape))
+                raise AssertionError(
+                    f"gradient check failed: reverse vs {name}, parameter {i}, entry {worst}: "
+                    f"reverse = {expected[worst]:.10g}, {name} = {got[worst]:.10g}, "
+                    f"relative error {error[worst]:.2e} > rtol {rtol:.0e}"
+                )

@@ -1,0 +1,83 @@
+"""Central differences and the complex step: accuracy, dtypes, evaluation counts, errors."""
+
+import numpy as np
+import pytest
+import strategies as S
+from gradlab import engine, flops, models, numerical, ops
+from hypothesis import given, settings
+
+
+def cubic(params):
+    return ops.sum(params[0] ** 3)
+
+
+@settings(max_examples=25, deadline=None)
+@given(S.shapes.flatmap(S.arrays))
+def test_central_difference_on_a_known_gradient(x):
+    (g,) = numerical.central_difference(cubic, [x])
+    np.testing.assert_allclose(g, 3 * x**2, rtol=1e-8, atol=1e-9)
+
+
+@settings(max_examples=25, deadline=None)
+@given(S.shapes.flatmap(S.arrays))
+def test_complex_step_is_exact_to_machine_precision(x):
+    (g,) = numerical.complex_step(cubic, [x])
+    np.testing.assert_allclose(g, 3 * x**2, rtol=1e-14, atol=1e-30)  # truncation: h^2
+
+
+def tanh_mlp_loss_and_params(seed=0, dtype=np.float64):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(6, 3)).astype(dtype)
+    y = rng.normal(size=(6, 2)).astype(dtype)
+    params = models.init_mlp([3, 5, 4, 2], "glorot", rng, dtype=dtype, bias=0.1)
+    return (lambda p: ops.mean((models.mlp(p, X, "tanh") - y) ** 2)), params
+
+
+def test_complex_step_matches_reverse_mode_on_an_mlp():
+    loss, params = tanh_mlp_loss_and_params()
+    for r, c in zip(engine.grad(loss, params), numerical.complex_step(loss, params), strict=True):
+        np.testing.assert_allclose(c, r, rtol=1e-13, atol=1e-16)
+
+
+def test_default_step_beats_a_tiny_step():
+    """h = 1e-13 drowns in rounding error (eps / h ~ 1e-3); the default h ~ eps^(1/3) does not."""
+    loss, params = tanh_mlp_loss_and_params()
+    exact = numerical.complex_step(loss, params)
+    default = numerical.central_difference(loss, params)
+    tiny = numerical.central_difference(loss, params, h=1e-13)
+    error = lambda grads: max(np.abs(g - e).max() for g, e in zip(grads, exact, strict=True))  # noqa: E731
+    assert error(default) < 1e-9 < 1e-6 < error(tiny)
+
+
+def test_float32_central_difference_keeps_dtype():
+    loss, params = tanh_mlp_loss_and_params(dtype=np.float32)
+    grads = numerical.central_difference(loss, params)
+    assert all(g.dtype == np.float32 for g in grads)
+    reference = engine.grad(loss, [p.astype(np.float64) for p in params])
+    for g, r in zip(grads, reference, strict=True):
+        np.testing.assert_allclose(g, r, rtol=2e-2, atol=1e-3)
+
+
+def test_evaluation_counts():
+    x = np.ones((2, 3))
+    with flops.counting() as counter:
+        numerical.central_difference(cubic, [x])
+    assert counter.calls == 2 * x.size
+    with flops.counting() as counter:
+        numerical.complex_step(cubic, [x])
+    assert counter.calls == x.size
+
+
+def test_complex_step_rejects_float32():
+    with pytest.raises(TypeError, match=r"float64.*float32"):
+        numerical.complex_step(cubic, [np.ones(3, dtype=np.float32)])
+
+
+def test_complex_step_rejects_a_function_that_drops_the_imaginary_part():
+    with pytest.raises(TypeError, match="real value"):
+        numerical.complex_step(lambda p: np.sum(np.abs(p[0])), [np.ones(3)])
+
+
+def test_non_scalar_output_is_an_error():
+    with pytest.raises(ValueError, match="scalar"):
+        numerical.central_difference(lambda p: p[0] * 2, [np.ones(3)])
