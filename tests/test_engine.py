@@ -245,3 +245,16 @@ def test_value_and_grad():
     np.testing.assert_array_equal(g, [6.0, 8.0])
     with pytest.raises(TypeError, match="not a Tensor"):
         engine.grad(lambda p: 1.0, [np.ones(2)])
+
+
+def test_float16_is_kept_end_to_end():
+    x = np.array([[0.5, -1.25], [2.0, 0.75]], dtype=np.float16)
+    w = np.array([0.25, -0.5], dtype=np.float16)
+    grads = engine.grad(lambda p: (p[0] @ p[1]).tanh().sum(), [x, w])
+    assert [g.dtype for g in grads] == [np.float16, np.float16]
+    reference = engine.grad(
+        lambda p: (p[0] @ p[1]).tanh().sum(), [x.astype(np.float64), w.astype(np.float64)]
+    )
+    # float16 keeps about 3 significant digits of each term; a small entry that is a sum of
+    # larger terms loses more, so compare at the scale of the gradient (atol), not entrywise
+    np.testing.assert_allclose(grads[1].astype(np.float64), reference[1], rtol=5e-3, atol=2e-3)

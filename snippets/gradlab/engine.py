@@ -8,8 +8,9 @@ for y = op(x), dL/dx += dy/dx * dL/dy. Adding (not assigning) is what makes a va
 `Tensor.backward()` sorts the graph topologically, seeds dL/dL = 1 and runs every closure once,
 outputs before inputs. That is the whole algorithm; everything else is one local rule per op.
 
-Dtypes: float32 and float64 are kept as they are (never upcast); bools and integers become
-float64; anything else (complex, object, float16, strings) is a TypeError. Scalars (python or
+Dtypes: float16, float32 and float64 are kept as they are (never upcast; float16 is numpy's
+emulation, rounded after every operation); bools and integers become float64; anything else
+(complex, object, strings) is a TypeError. Scalars (python or
 0-d numpy) adopt the tensor's dtype; arrays keep theirs and numpy's promotion rules apply.
 
 Conventions where the function has a kink (forward mode and `ops` use the same ones):
@@ -23,9 +24,9 @@ from . import flops
 
 
 def as_float_array(data):
-    """float32/float64 pass through; bools and integers become float64; the rest is a TypeError."""
+    """float16/32/64 pass through; bools and integers become float64; the rest is a TypeError."""
     array = np.asarray(data)
-    if array.dtype in (np.float32, np.float64):
+    if array.dtype in (np.float16, np.float32, np.float64):
         return array
     if array.dtype.kind in "biu":
         return array.astype(np.float64)
