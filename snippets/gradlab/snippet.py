@@ -105,7 +105,7 @@ class Results:
             value = value.item()
         if not isinstance(value, (bool, int, float)):
             raise TypeError(f"number {key!r} must be a bool, int or float, not {type(value)}")
-        self.numbers[key] = {"value": value, "about": about, "rtol": rtol, "atol": atol}
+        self.numbers[key] = {"value": value, "about": about, "rtol": float(rtol), "atol": float(atol)}
         return value
 
     def figure(self, fig, key: str, alt: str):

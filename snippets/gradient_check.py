@@ -1,0 +1,238 @@
+"""Checking a backward pass: step size, the complex step, kinks and a planted bug.
+
+Measures the error of central differences against a float64 reverse-mode reference as the
+step h shrinks (truncation against rounding, in float32 and float64), the complex step's error
+over the same steps, a ReLU kink that fools the check, and a wrong backward rule that the
+check catches. Quoted by docs/checking-a-backward-pass.md.
+"""
+
+# %% [markdown]
+# ## Set-up
+# A small tanh network and its mean squared loss. Its reverse-mode gradient in float64 is the
+# reference; the complex step confirms it to machine precision before anything is measured
+# against it.
+
+# %%
+import matplotlib.pyplot as plt
+import numpy as np
+from gradlab import check, engine, models, numerical, ops, snippet
+
+parser = snippet.parser(__doc__)
+parser.add_argument("--width", type=snippet.positive_int, default=8, help="hidden units per layer")
+parser.add_argument(
+    "--kink-distance",
+    type=snippet.positive_float,
+    default=1e-7,
+    help="distance of one ReLU pre-activation from its kink",
+)
+args, results = snippet.parse(parser)
+rng = np.random.default_rng(args.seed)
+
+X = rng.normal(size=(16, 4))
+y = rng.normal(size=(16, 1))
+params = models.init_mlp([4, args.width, args.width, 1], "glorot", rng)
+
+
+def loss(p, X=X, y=y):
+    return ops.mean((models.mlp(p, X, "tanh") - y) ** 2)
+
+
+reference = engine.grad(loss, params)
+n_params = sum(p.size for p in params)
+results.number("n_params", n_params, "parameters of the small tanh network")
+results.number(
+    "reference_vs_complex",
+    check.max_rel_error(reference, numerical.complex_step(loss, params)),
+    "reverse mode vs complex step, float64, largest relative error",
+    atol=1e-12,
+)
+
+
+def normwise_error(grads, ref):
+    """||g - g_ref|| / ||g_ref|| over all parameters: one number, not dominated by tiny entries."""
+    difference = np.sqrt(
+        sum(np.sum((g.astype(np.float64) - r) ** 2) for g, r in zip(grads, ref, strict=True))
+    )
+    return float(difference / np.sqrt(sum(np.sum(r**2) for r in ref)))
+
+
+# %% [markdown]
+# ## The step-size trade-off
+# Central differences in float64 and float32 (the float32 reference is reverse mode in float64
+# on the same float32-rounded parameters, so only the arithmetic differs), and the complex step,
+# for steps h from 1 down to 1e-13.
+
+# %%
+steps = np.logspace(0, -13, 40)
+params32 = [p.astype(np.float32) for p in params]
+reference32 = engine.grad(loss, [p.astype(np.float64) for p in params32])
+X32, y32 = X.astype(np.float32), y.astype(np.float32)
+errors = {"float64": [], "float32": [], "complex step": []}
+for h in steps:
+    errors["float64"].append(normwise_error(numerical.central_difference(loss, params, h=h), reference))
+    # below about eps * |x| a float32 step rounds away (x + h == x - h): no quotient to take
+    float32_ok = h >= 1e-6
+    errors["float32"].append(
+        normwise_error(numerical.central_difference(lambda p: loss(p, X32, y32), params32, h=h), reference32)
+        if float32_ok
+        else np.nan
+    )
+    errors["complex step"].append(normwise_error(numerical.complex_step(loss, params, h=h), reference))
+
+for name in ("float64", "float32"):
+    eps = np.finfo(name).eps
+    best = int(np.nanargmin(errors[name]))
+    results.number(
+        f"best_h_{name}", steps[best], f"step with the smallest central-difference error, {name}", rtol=1
+    )
+    results.number(
+        f"best_error_{name}", errors[name][best], f"that smallest error, {name}", atol=100 * eps ** (2 / 3)
+    )
+    results.number(
+        f"theory_h_{name}", eps ** (1 / 3), f"eps^(1/3), the step that balances the errors, {name}"
+    )
+    results.number(f"eps_{name}", eps, f"machine epsilon, {name}")
+results.number(
+    "complex_worst_error",
+    max(e for e, h in zip(errors["complex step"], steps, strict=True) if h <= 1e-7),
+    "largest complex-step error for h <= 1e-7",
+    atol=1e-13,
+)
+results.number("eps_ratio", np.finfo(np.float32).eps / np.finfo(np.float64).eps, "float32 eps / float64 eps")
+results.number(
+    "best_error_ratio",
+    results.numbers["best_error_float32"]["value"] / results.numbers["best_error_float64"]["value"],
+    "best float32 check error / best float64 check error",
+    rtol=1,
+)
+tiny_step = 1e-200
+results.number("complex_tiny_h", tiny_step, "a step far below any cancellation threshold")
+results.number(
+    "complex_tiny_h_error",
+    normwise_error(numerical.complex_step(loss, params, h=tiny_step), reference),
+    "complex-step error with that step",
+    atol=1e-13,
+)
+
+fig, ax = plt.subplots()
+for name, marker in zip(errors, "os^", strict=True):
+    ax.loglog(
+        steps,
+        errors[name],
+        marker=marker,
+        markersize=3,
+        label=f"central differences, {name}" if name != "complex step" else "complex step, float64",
+    )
+for name in ("float64", "float32"):
+    ax.axvline(np.finfo(name).eps ** (1 / 3), color="0.6", linestyle=":", linewidth=1)
+ax.invert_xaxis()
+ax.set(
+    title="Gradient-check error against the step h",
+    xlabel="step h (log scale, shrinking →)",
+    ylabel="relative error of the gradient (log scale)",
+)
+ax.legend()
+results.figure(
+    fig,
+    "step_size",
+    alt="Central-difference error falls as h shrinks until rounding takes over: "
+    "a V with its minimum near eps^(1/3) in both float64 and float32; the complex step's error "
+    "stays at machine precision for every small h.",
+)
+
+# %% [markdown]
+# ## A kink fools the check
+# A ReLU network with one hidden pre-activation moved to `--kink-distance` from zero. A
+# central difference with a step larger than that distance straddles the kink.
+
+# %%
+relu_params = models.init_mlp([4, args.width, 1], "he", rng)
+x_one = X[:1]
+z = x_one @ relu_params[0] + relu_params[1]
+unit = int(np.argmin(np.abs(z)))
+relu_params[1][unit] -= z[0, unit] - args.kink_distance  # pre-activation now = +kink_distance
+
+
+def relu_loss(p):
+    return ops.sum(models.mlp(p, x_one, "relu") ** 2)
+
+
+default_step = np.finfo(np.float64).eps ** (1 / 3)
+results.number("kink_distance", args.kink_distance, "distance of the chosen pre-activation from the kink")
+results.number("kink_default_h", default_step, "default central-difference step at |x| <= 1")
+results.number(
+    "kink_error_default_h",
+    check.compare(relu_loss, relu_params, ("reverse", "central"))["reverse vs central"],
+    "largest relative error, default step (straddles the kink)",
+    rtol=1e-3,
+)
+relu_reference = engine.grad(relu_loss, relu_params)
+small_step_factor = 100
+results.number(
+    "kink_small_step_factor", small_step_factor, "how much smaller than the distance the small step is"
+)
+small = numerical.central_difference(relu_loss, relu_params, h=args.kink_distance / small_step_factor)
+results.number(
+    "kink_normwise_default_h",
+    normwise_error(numerical.central_difference(relu_loss, relu_params), relu_reference),
+    "norm-wise relative error, default step",
+    rtol=1e-3,
+)
+results.number(
+    "kink_normwise_small_h",
+    normwise_error(small, relu_reference),
+    "norm-wise relative error, the small step",
+    atol=1e-5,
+)
+results.number(
+    "kink_reverse_vs_forward",
+    check.compare(relu_loss, relu_params, ("reverse", "forward"))["reverse vs forward"],
+    "reverse vs forward mode at the same point",
+    atol=1e-12,
+)
+
+# %% [markdown]
+# ## A planted bug
+# A sigmoid whose backward rule forgot the factor $(1-\sigma)$: the check against central
+# differences catches it; the correct rule passes.
+
+# %%
+
+
+def sigmoid_forgot_factor(t):
+    """The sigmoid, with a reverse-mode rule that forgot the factor (1 - y)."""
+    if not isinstance(t, engine.Tensor):
+        return ops.sigmoid(t)  # the other methods see the function itself
+    y = 1 / (1 + np.exp(-t.data))
+    return t._unary("sigmoid (buggy)", y, lambda x, y: y)  # should be y * (1 - y)
+
+
+def sigmoid_loss(p, sigmoid=ops.sigmoid):
+    W, b = p
+    return ops.mean((sigmoid(X @ W + b) - 0.5) ** 2)
+
+
+sig_params = [rng.normal(size=(4, 3)), np.zeros(3)]
+expected = numerical.central_difference(sigmoid_loss, sig_params)
+buggy = engine.grad(lambda p: sigmoid_loss(p, sigmoid_forgot_factor), sig_params)
+correct = engine.grad(sigmoid_loss, sig_params)
+results.number(
+    "bug_error", check.max_rel_error(buggy, expected), "buggy rule vs central differences", rtol=1e-6
+)
+results.number(
+    "fixed_error", check.max_rel_error(correct, expected), "correct rule vs central differences", atol=1e-7
+)
+results.number(
+    "bug_orders_of_magnitude",
+    round(float(np.log10(results.numbers["bug_error"]["value"] / results.numbers["fixed_error"]["value"]))),
+    "orders of magnitude between the buggy and the correct rule's errors",
+)
+try:
+    check.assert_gradients_close(
+        lambda p: sigmoid_loss(p, sigmoid_forgot_factor), sig_params, rtol=1e-6, methods=("central",)
+    )
+except AssertionError as failure:
+    print(failure)
+
+# %%
+results.save()
