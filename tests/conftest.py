@@ -29,3 +29,14 @@ def built_site(snippet_results, tmp_path_factory):
     build = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
     assert build.returncode == 0, f"mkdocs build --strict failed:\n{build.stderr[-4000:]}"
     return site
+
+
+# CI (which sets CI=true) derandomizes Hypothesis so a run is reproducible; locally it explores.
+try:
+    from hypothesis import settings
+
+    settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
+    if os.environ.get("CI"):
+        settings.load_profile("ci")
+except ImportError:  # pragma: no cover - hypothesis is in requirements-dev.txt
+    pass

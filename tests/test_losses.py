@@ -70,7 +70,9 @@ def test_naive_and_stable_agree_where_naive_is_finite(data):
             naive_value = naive(z)
         stable_value = stable(z)
         assert np.all(np.isfinite(stable_value[np.isfinite(stable_value)]))
-        finite = np.isfinite(naive_value)
+        # where the naive program's probability is subnormal (log p below log(tiny), about -708)
+        # it has lost relative precision before the log: agreement is only claimed above that
+        finite = np.isfinite(naive_value) & (naive_value > np.log(np.finfo(np.float64).tiny))
         # absolute error a few eps times the logits' size: log(p) of a p near 1 cancels in the
         # naive program, so relative agreement of tiny log-probabilities is too strict
         atol = 1e-14 * (1 + np.abs(z).max())
