@@ -173,7 +173,7 @@ def run_one(path: Path, cache: Path = CACHE) -> Result:
         raise
     seconds = time.perf_counter() - start
     for old in home.iterdir():  # results of earlier keys are stale: remove them
-        if old != temporary and not old.name.startswith(f"{key}.tmp-"):
+        if old not in (temporary, final) and not old.name.startswith(f"{key}.tmp-"):
             shutil.rmtree(old, ignore_errors=True)
     try:
         temporary.rename(final)
