@@ -340,6 +340,30 @@ class Tensor:
         out._backward = _backward
         return out
 
+    # ----- Normalization -----
+
+    def layer_norm(self, axis=-1, eps=1e-5):
+        """y = (x - mean x) / sqrt(var x + eps) over `axis` (no learned gain or bias; multiply and
+        add them yourself). axis=-1 normalizes each example over its features (layer norm);
+        axis=0 normalizes each feature over the batch (batch norm's training-time statistics).
+
+        With n entries along `axis` and sigma = sqrt(var + eps):
+        dL/dx = (dL/dy - mean(dL/dy) - y * mean(y * dL/dy)) / sigma. It does not depend on the
+        scale of x: multiplying x by c divides dL/dx by c (for eps -> 0).
+        """
+        centred = self.data - self.data.mean(axis, keepdims=True)
+        sigma = np.sqrt((centred**2).mean(axis, keepdims=True) + eps)
+        out = self._child(centred / sigma, (self,), "layer_norm", 5 * self.size)
+
+        def _backward():
+            y, g = out.data, out.grad
+            mean_g = g.mean(axis, keepdims=True)
+            mean_gy = (g * y).mean(axis, keepdims=True)
+            self.grad += (g - mean_g - y * mean_gy) / sigma
+
+        out._backward = _backward
+        return out
+
     # --8<-- [start:backward]
     def backward(self):
         """Backpropagation: dL/dnode for every node that this scalar L depends on."""

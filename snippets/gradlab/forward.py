@@ -200,6 +200,18 @@ class Dual:
         tan = self.tan - (np.exp(y) * self.tan).sum(axis, keepdims=True)
         return self._make(y, tan, cost=3 * self.size)
 
+    # ----- Normalization -----
+
+    def layer_norm(self, axis=-1, eps=1e-5):
+        """y = (x - mean x) / sigma over `axis`, sigma = sqrt(var x + eps);
+        dy = (dx - mean(dx) - y * mean(y * dx)) / sigma."""
+        centred = self.val - self.val.mean(axis, keepdims=True)
+        sigma = np.sqrt((centred**2).mean(axis, keepdims=True) + eps)
+        y = centred / sigma
+        tan = self.tan - self.tan.mean(axis, keepdims=True)
+        tan = (tan - y * (y * self.tan).mean(axis, keepdims=True)) / sigma
+        return self._make(y, tan, cost=5 * self.size)
+
 
 def where(condition, a, b):
     """where(c, a, b) = a where c else b, tangent likewise."""

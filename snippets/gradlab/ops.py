@@ -167,3 +167,18 @@ def log_softmax(x, axis=-1):
         return x.log_softmax(axis)
     z = x - np.real(x).max(axis, keepdims=True)
     return _counted(z - np.log(np.exp(z).sum(axis, keepdims=True)), 3 * np.size(x))
+
+
+# ----- Normalization -----
+
+
+def layer_norm(x, axis=-1, eps=1e-5):
+    """(x - mean x) / sqrt(var x + eps) over `axis`: axis=-1 is layer norm (each example over
+    its features), axis=0 is batch norm's training-time normalization (each feature over the
+    batch). The variance is mean((x - mean x)^2), with no abs or conj, so it stays analytic and
+    the complex step works."""
+    if isinstance(x, TRACED):
+        return x.layer_norm(axis, eps)
+    centred = x - np.mean(x, axis=axis, keepdims=True)
+    sigma = np.sqrt(np.mean(centred * centred, axis=axis, keepdims=True) + eps)
+    return _counted(centred / sigma, 5 * np.size(x))
