@@ -35,6 +35,9 @@ test: $(VENV)/.dev  ## run the whole test suite: lint, library, snippets, build,
 record: $(VENV)/.site  ## re-run the snippets and re-record their numbers (then review git diff)
 	$(BIN)/python -m pipeline.record $(NAME)
 
+chapter: $(VENV)/.site  ## new chapter: make chapter NAME=dying_relu [TITLE="Dying ReLUs"] (page, snippet, nav, numbers)
+	$(BIN)/python -m pipeline.scaffold "$(NAME)" $(if $(TITLE),--title "$(TITLE)")
+
 lint: $(VENV)/.dev  ## ruff: lint and format in place
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .

@@ -36,9 +36,15 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
+def in_kernel() -> bool:
+    """Running inside a Jupyter kernel, whose command line belongs to the kernel, not to us."""
+    return "ipykernel" in sys.modules
+
+
 def snippet_name() -> str:
-    """The running snippet's name: the script's file stem, or the runner's variable."""
-    return os.environ.get(NAME_ENV) or Path(sys.argv[0]).stem
+    """The running snippet's name: the runner's variable, the script's file stem, or "notebook"
+    in a kernel started by hand (a downloaded .ipynb)."""
+    return os.environ.get(NAME_ENV) or ("notebook" if in_kernel() else Path(sys.argv[0]).stem)
 
 
 def parser(description: str | None = None) -> Parser:
@@ -73,7 +79,7 @@ def positive_float(text: str) -> float:
 
 def parse(argument_parser: argparse.ArgumentParser):
     """Parse the snippet's arguments and return ``(args, results)``."""
-    if NAME_ENV in os.environ:  # executed by the site's runner inside a kernel
+    if NAME_ENV in os.environ or in_kernel():  # the runner's kernel, or a downloaded notebook
         argv = shlex.split(os.environ.get(ARGV_ENV, ""))
     else:
         argv = sys.argv[1:]

@@ -1,0 +1,65 @@
+"""gradlab/snippet.py: arguments, one-line errors, recorded numbers and figures."""
+
+import json
+import sys
+
+import matplotlib.pyplot as plt
+import pytest
+from gradlab import snippet
+
+
+def test_a_bad_argument_is_one_line_on_stderr(capsys, monkeypatch):
+    monkeypatch.setattr(sys, "argv", ["demo.py", "--depth", "-3"])
+    monkeypatch.delenv(snippet.NAME_ENV, raising=False)
+    monkeypatch.delitem(sys.modules, "ipykernel", raising=False)
+    parser = snippet.parser("demo")
+    parser.add_argument("--depth", type=snippet.positive_int, default=3)
+    with pytest.raises(SystemExit) as leave:
+        snippet.parse(parser)
+    assert leave.value.code == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1
+    assert error.startswith("demo.py: error: argument --depth: must be a positive integer, got -3")
+
+
+def test_in_a_kernel_the_kernels_own_arguments_are_ignored(monkeypatch, tmp_path):
+    monkeypatch.setattr(sys, "argv", ["ipykernel_launcher.py", "-f", "kernel-1.json"])
+    monkeypatch.setitem(sys.modules, "ipykernel", object())
+    monkeypatch.delenv(snippet.NAME_ENV, raising=False)
+    monkeypatch.setenv(snippet.ARGV_ENV, f"--out {tmp_path} --seed 7")
+    args, results = snippet.parse(snippet.parser())
+    assert (args.seed, args.out, results.name) == (7, tmp_path, "notebook")
+
+
+def test_numbers_are_checked_and_saved_with_their_tolerances(tmp_path, capsys):
+    results = snippet.Results("demo", tmp_path)
+    results.number("ratio", 2.5e-7, "a ratio", atol=1e-9)
+    results.number("count", 12, "a count")
+    with pytest.raises(ValueError, match="recorded twice"):
+        results.number("count", 13, "again")
+    with pytest.raises(ValueError, match="lower_case"):
+        results.number("Bad-Key", 1, "bad")
+    with pytest.raises(TypeError, match="bool, int or float"):
+        results.number("text", "1.0", "a string")
+    results.save()
+    saved = json.loads((tmp_path / "numbers.json").read_text())
+    assert saved["numbers"]["ratio"] == {"value": 2.5e-7, "about": "a ratio", "rtol": 1e-6, "atol": 1e-9}
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].index("2.5e-07") + len("2.5e-07") == lines[2].index("12") + len("12"), (
+        "values right-aligned"
+    )
+
+
+def test_a_figure_needs_a_title_and_alt_text(tmp_path):
+    results = snippet.Results("demo", tmp_path)
+    fig, ax = plt.subplots()
+    ax.plot([1, 2], [3, 4])
+    with pytest.raises(ValueError, match="needs a title"):
+        results.figure(fig, "curve", alt="A rising line.")
+    ax.set_title("A line")
+    with pytest.raises(ValueError, match="alt text"):
+        results.figure(fig, "curve", alt="  ")
+    results.figure(fig, "curve", alt="A rising line.")
+    assert results.figures == {"curve": {"alt": "A rising line.", "title": "A line"}}
+    assert (tmp_path / "curve.svg").exists() and (tmp_path / "curve-dark.svg").exists()
+    plt.close(fig)
