@@ -6,8 +6,8 @@ In a chapter's Markdown:
   colon: ``{{ saturation.first_layer_ratio:.3g }}``, ``{{ dead_relu.dead_fraction:.1%}}``,
   ``{{ costs.n_params:,}}``. The spec ``.Nx`` writes scientific notation for prose,
   ``3.2 × 10⁻¹¹`` (``.2x``); inside ``$...$`` math use ``.2e`` or ``.3g``.
-* ``{{ figure saturation.depth_norms }}`` inserts the figure for both palettes, its alt text,
-  its title as caption and a link to the snippet's notebook page.
+* ``{{ figure saturation.depth_norms }}`` inserts the figure for both palettes, its alt text
+  and a caption linking to the snippet's notebook page.
 
 Write ``\\{{`` to show a macro literally (as the contributing guide does).
 
@@ -46,7 +46,7 @@ def figure_markdown(snippet: str, key: str, figure: dict, page_depth: int) -> st
         '<figure markdown="span">\n'
         f"  ![{alt}]({up}figures/{snippet}/{key}.svg#only-light)"
         f"![{alt}]({up}figures/{snippet}/{key}-dark.svg#only-dark)\n"
-        f'  <figcaption markdown="span">{figure["title"]} · drawn by '
+        f'  <figcaption markdown="span">Drawn by '
         f"[`snippets/{snippet}.py`]({up}notebooks/{snippet}.ipynb)</figcaption>\n"
         "</figure>"
     )

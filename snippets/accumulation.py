@@ -98,11 +98,9 @@ for name, select in SELECTIONS.items():
     w = rng.normal(size=8)
     before, part = w.copy(), select(w)
     part -= 0.1  # an "update" through the selected part
-    changed = float(np.linalg.norm(w - before))
-    print(
-        f"{name:>8} index: shares memory {np.shares_memory(w, part)!s:>5}, parameter moved by {changed:.3g}"
-    )
-    results.number(f"{name}_shares_memory", bool(np.shares_memory(w, part)), f"{name} index shares memory")
+    changed, shared = float(np.linalg.norm(w - before)), bool(np.shares_memory(w, part))
+    print(f"{name:>8} index: shares memory {shared!s:>5}, parameter moved by {changed:.3g}")
+    results.number(f"{name}_shares_memory", shared, f"{name} index shares memory")
     results.number(f"{name}_update_norm", changed, f"{name} index: how far the parameter moved")
 
 # %% [markdown]
@@ -114,11 +112,11 @@ for name, select in SELECTIONS.items():
 # %%
 X_fit = rng.normal(size=(50, 3))
 y_fit = X_fit @ np.array([1.0, -2.0, 0.5]) + 0.1 * rng.normal(size=50)
-w_leaf = engine.Tensor(np.zeros(3))
-for _ in range(10):
+w_leaf, stale_calls = engine.Tensor(np.zeros(3)), 10
+for _ in range(stale_calls):
     ops.mean((X_fit @ w_leaf - y_fit) ** 2).backward()
 single = engine.grad(lambda p: ops.mean((X_fit @ p[0] - y_fit) ** 2), [np.zeros(3)])[0]
-results.number("stale_calls", 10, "backward() calls without a reset")
+results.number("stale_calls", stale_calls, "backward() calls without a reset")
 ratio = np.linalg.norm(w_leaf.grad) / np.linalg.norm(single)
 results.number("stale_grad_ratio", ratio, "|accumulated grad| / |one grad|")
 
@@ -176,8 +174,7 @@ for label, step in (("in-place", step_in_place), ("contiguous buffer", step_via_
         for p, g in zip(params, grads, strict=True):
             step(p, g)
         if k == 0:
-            norms = update_norms(before, params)
-            frozen = frozen_parameters(before, params, names)
+            norms, frozen = update_norms(before, params), frozen_parameters(before, params, names)
             shown = ", ".join(f"{n} {v:.2e}" for n, v in zip(names, norms, strict=True))
             print(f"{label:>18}: update norms {shown}; frozen: {frozen}")
         history.append(loss)
@@ -189,7 +186,6 @@ for label, step in (("in-place", step_in_place), ("contiguous buffer", step_via_
     curves[label] = history
 results.number("model_steps", 10 * args.steps, "training steps of the two-layer model")
 results.number("w1_contiguous", bool(params[0].flags.c_contiguous), "W1 is C-contiguous")
-results.number("initial_loss", curves["in-place"][0], "model loss before training")
 
 fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
 fig.suptitle("Correct gradients, lost updates")
@@ -204,9 +200,9 @@ for ax in axes:
 results.figure(
     fig,
     "lost_updates",
-    alt="Left: with the gradient reset every step the loss falls; never reset, it "
-    "oscillates and never settles. Right: when the first layer's update lands in a temporary copy, only the "
-    "second layer trains and the loss plateaus far above the healthy run.",
+    alt="Left: with the gradient reset every step the loss falls; never reset, it oscillates and never "
+    "settles. Right: when the first layer's update lands in a temporary copy, only the second layer "
+    "trains and the loss plateaus far above the in-place run.",
 )
 
 # %%

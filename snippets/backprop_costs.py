@@ -3,8 +3,8 @@
 Counts the floating-point operations of one gradient of an MLP's loss by reverse mode, forward
 mode and central differences, relative to one evaluation of the loss, as the number of
 parameters n grows; then counts the intermediate values that reverse mode stores for its
-backward pass as the network gets deeper and the batch larger.
-Quoted by docs/what-backprop-computes.md.
+backward pass as the network gets deeper, wider and the batch larger, and how much of that
+checkpointing saves for one extra forward pass. Quoted by docs/what-backprop-computes.md.
 """
 
 # %% [markdown]
@@ -24,6 +24,11 @@ parser.add_argument(
     "--activation", choices=["tanh", "sigmoid", "relu"], default="tanh", help="hidden activation"
 )
 parser.add_argument("--max-width", type=snippet.positive_int, default=64, help="widest hidden layer tried")
+parser.add_argument(
+    "--store-depth", type=snippet.positive_int, default=4, help="storage example: hidden layers"
+)
+parser.add_argument("--store-width", type=snippet.positive_int, default=64, help="storage example: width")
+parser.add_argument("--store-batch", type=snippet.positive_int, default=32, help="storage example: batch")
 args, results = snippet.parse(parser)
 rng = np.random.default_rng(args.seed)
 
@@ -65,14 +70,10 @@ results.number("n_smallest", n_params[0], "parameters of the smallest MLP")
 results.number("n_largest", n_params[-1], "parameters of the largest MLP")
 results.number("reverse_cost_min", min(relative_cost["reverse"]), "reverse: least flops / one evaluation")
 results.number("reverse_cost_max", max(relative_cost["reverse"]), "reverse: most flops / one evaluation")
-results.number(
-    "forward_cost_largest", relative_cost["forward"][-1], "forward: flops / one evaluation, largest n"
-)
-results.number(
-    "central_cost_largest",
-    relative_cost["central"][-1],
-    "central: flops / one evaluation, largest n",
-)
+for name in ("forward", "central"):
+    results.number(
+        f"{name}_cost_largest", relative_cost[name][-1], f"{name}: flops / one evaluation, largest n"
+    )
 forward_per_pass = np.array(relative_cost["forward"]) / np.array(n_params)
 results.number("forward_cost_per_param", forward_per_pass[-1], "forward: flops / (n evaluations)")
 results.number("reverse_calls", calls["reverse"][-1], "reverse mode: evaluations of the loss per gradient")
@@ -98,8 +99,9 @@ ax.legend()
 results.figure(
     fig,
     "cost_vs_n",
-    alt="On log-log axes, reverse mode's cost stays at about 3 evaluations of the loss for every n, "
-    "while forward mode and central differences grow in proportion to n.",
+    alt=f"On log-log axes, reverse mode's cost stays between {min(relative_cost['reverse']):.2f} and "
+    f"{max(relative_cost['reverse']):.2f} evaluations of the loss for every n, while forward mode and "
+    "central differences grow in proportion to n.",
 )
 
 # %% [markdown]
@@ -134,25 +136,98 @@ def mlp_storage(depth, width, batch):
     return stored_values(loss_tensor), sum(p.size for p in params)
 
 
-storage = {}
-for depth, width, batch in [(4, 64, 32), (8, 64, 32), (4, 64, 64), (4, 128, 32)]:
-    storage[depth, width, batch] = mlp_storage(depth, width, batch)
-    values, n = storage[depth, width, batch]
-    shape = f"depth {depth}, width {width:>3}, batch {batch:>2}"
-    print(f"{shape}: stores {values:>6} values ({8 * values:>7} bytes), n = {n}")
+depth, width, batch = args.store_depth, args.store_width, args.store_batch
+shapes = {"base": (depth, width, batch), "depth": (2 * depth, width, batch)}
+shapes |= {"batch": (depth, width, 2 * batch), "width": (depth, 2 * width, batch)}
+storage = {key: mlp_storage(*shape) for key, shape in shapes.items()}
+for key, (values, n) in storage.items():
+    shape = "depth {}, width {:>3}, batch {:>3}".format(*shapes[key])
+    print(f"{shape}: stores {values:>7} values ({8 * values:>8} bytes), n = {n}")
 
 # %%
-base_values, base_n = storage[4, 64, 32]
-results.number("store_depth", 4, "hidden layers of the storage example")
-results.number("store_width", 64, "hidden units per layer of the storage example")
-results.number("store_batch", 32, "examples in the storage example's batch")
+base_values, base_n = storage["base"]
+results.number("store_depth", depth, "hidden layers of the storage example")
+results.number("store_width", width, "hidden units per layer of the storage example")
+results.number("store_batch", batch, "examples in the storage example's batch")
 results.number("stored_values", base_values, "values reverse mode stores for the storage example")
 results.number("stored_bytes", 8 * base_values, "bytes of those values in float64")
 results.number("store_params", base_n, "parameters of the storage example")
-results.number("store_per_unit", base_values / (4 * 64 * 32), "stored values / (depth x width x batch)")
-results.number("store_ratio_depth", storage[8, 64, 32][0] / base_values, "stored: 8 layers / 4 layers")
-results.number("store_ratio_batch", storage[4, 64, 64][0] / base_values, "stored: batch 64 / batch 32")
-results.number("store_ratio_width", storage[4, 128, 32][0] / base_values, "stored: width 128 / width 64")
+results.number(
+    "store_per_unit", base_values / (depth * width * batch), "stored values / (depth x width x batch)"
+)
+for key in ("depth", "batch", "width"):
+    results.number(f"store_ratio_{key}", storage[key][0] / base_values, f"stored: {key} doubled / base")
+
+# %% [markdown]
+# ## A remedy for memory: checkpointing
+#
+# Keep only every segment's input during a graph-free forward pass; in the backward pass,
+# rebuild one segment's graph at a time from its checkpoint and backpropagate through it, seeded
+# with the gradient that the segment above sent down. With $\sqrt{L}$ segments of $\sqrt{L}$
+# layers, at most the checkpoints and one segment's graph are held at once, for the price of
+# one more forward pass.
+
+
+# %%
+def layer(h, W, b, last):
+    z = ops.linear(h, W, b)
+    return z if last else getattr(ops, args.activation)(z)
+
+
+def checkpointed_grad(params, X_batch, segment):
+    """The same gradient, and the most values held at once: checkpoints plus one segment's graph."""
+    n_layers = len(params) // 2
+    starts = list(range(0, n_layers, segment))
+    checkpoints, h = [], X_batch
+    for start in starts:  # forward pass on plain arrays: no graph
+        checkpoints.append(h)
+        for k in range(start, min(start + segment, n_layers)):
+            h = layer(h, params[2 * k], params[2 * k + 1], k == n_layers - 1)
+    held = sum(c.size for c in checkpoints[1:])  # the input X is data, not a stored intermediate
+    grads, upstream, peak = [None] * len(params), None, 0
+    for start in reversed(starts):
+        stop = min(start + segment, n_layers)
+        h_in = engine.Tensor(checkpoints[starts.index(start)])
+        tensors = [engine.Tensor(p) for p in params[2 * start : 2 * stop]]
+        h = h_in
+        for k in range(start, stop):
+            h = layer(h, tensors[2 * (k - start)], tensors[2 * (k - start) + 1], k == n_layers - 1)
+        out = ops.mean(h**2) if upstream is None else ops.sum(h * upstream)  # seeds dL/dh
+        peak = max(peak, held + stored_values(out))
+        out.backward()
+        upstream, grads[2 * start : 2 * stop] = h_in.grad, [t.grad for t in tensors]
+    return grads, peak
+
+
+deep = 16  # deep enough that sqrt(L) segments pay off
+params = models.init_mlp([n_inputs] + [width] * deep + [1], "glorot", rng)
+X_batch = rng.normal(size=(batch, n_inputs))
+
+
+def deep_loss(params):
+    return ops.mean(models.mlp(params, X_batch, args.activation) ** 2)
+
+
+with flops.counting() as one_evaluation:
+    deep_loss(params)
+with flops.counting() as plain_flops:
+    plain = engine.grad(deep_loss, params)
+with flops.counting() as checkpointed_flops:
+    checkpointed, peak = checkpointed_grad(params, X_batch, int(np.sqrt(deep)))
+plain_values = stored_values(deep_loss([engine.Tensor(p) for p in params]))
+difference = max(float(np.abs(a - b).max()) for a, b in zip(plain, checkpointed, strict=True))
+print(f"depth {deep}: plain stores {plain_values}, checkpointed at most {peak}; max |diff| {difference:.1e}")
+results.number("ckpt_depth", deep, "hidden layers of the checkpointing example")
+results.number("ckpt_segment", int(np.sqrt(deep)), "layers per checkpointed segment")
+results.number("ckpt_plain_values", plain_values, "plain reverse mode: values stored")
+results.number("ckpt_values", peak, "checkpointed: most values held at once")
+results.number("ckpt_plain_cost", plain_flops.total / one_evaluation.total, "plain: flops / one evaluation")
+results.number(
+    "ckpt_cost", checkpointed_flops.total / one_evaluation.total, "checkpointed: flops / one evaluation"
+)
+results.number(
+    "ckpt_difference", difference, "largest |plain - checkpointed| gradient entry", rtol=0, atol=1e-12
+)
 
 # %%
 results.save()

@@ -16,6 +16,8 @@ regression trained with it never fits them. Quoted by docs/clipping-the-wrong-th
 # $q = \operatorname{clip}(\delta,-1,1)$, the Huber loss needs no branch.
 
 # %%
+import math
+
 import matplotlib.pyplot as plt
 import numpy as np
 from gradlab import check, clipping, engine, ops, snippet
@@ -37,7 +39,8 @@ LABELS = {"squared": "squared error", "clipped": "clip(δ) then squared", "huber
 
 
 def per_sample_gradient(name, errors):
-    """dL/d(prediction) for each sample: reverse mode through the mean loss, times the batch."""
+    """dL/d(prediction) for each sample: reverse mode through the summed loss (each sample's term
+    depends on its own error only, so the gradient's entries are the per-sample derivatives)."""
     return engine.grad(lambda p: ops.sum(LOSSES[name](p[0])), [errors])[0]
 
 
@@ -74,6 +77,7 @@ results.number("batch", args.batch, "simulated TD errors")
 results.number("dof", args.dof, "Student-t degrees of freedom")
 results.number("zero_fraction", zero.mean(), "fraction of samples with exactly zero gradient")
 results.number("large_fraction", np.mean(np.abs(td_errors) > 1), "fraction with |delta| > 1")
+results.number("normal_tail", math.erfc(1 / math.sqrt(2)), "P(|delta| > 1) for a standard normal")
 results.number("smallest_zeroed", np.abs(td_errors[zero]).min(), "smallest |delta| with zero gradient")
 results.number("largest_kept", np.abs(td_errors[~zero]).max(), "largest |delta| with nonzero gradient")
 results.number("largest_error", np.abs(td_errors).max(), "largest |delta| in the batch")

@@ -17,9 +17,12 @@ docs/dying-relus.md.
 # outputs exactly 0 on all of them.
 
 # %%
+import inspect
+
 import matplotlib.pyplot as plt
 import numpy as np
 from gradlab import check, engine, models, ops, snippet
+from matplotlib.ticker import PercentFormatter
 
 parser = snippet.parser(__doc__)
 parser.add_argument("--lr", type=snippet.positive_float, default=0.1, help="the too-large learning rate")
@@ -41,6 +44,8 @@ for key, value in [("lr", args.lr), ("small_lr", args.small_lr), ("bias", args.b
 results.number("batch", args.batch, "minibatch size")
 results.number("n_points", args.n_points, "training inputs")
 results.number("hidden_units", sum(sizes[1:-1]), "hidden units in all")
+leaky_slope = inspect.signature(ops.leaky_relu).parameters["slope"].default
+results.number("leaky_slope", leaky_slope, "leaky ReLU's slope for z < 0")
 
 
 def dead_masks(params, activation):
@@ -78,12 +83,14 @@ def train(lr, init="he", bias=0.0, activation="relu", eval_every=10):
 # initialization, the activation or the weight scale changes.
 
 # %%
+fixed_std = 0.5  # larger than He's sqrt(2/64) in layer 2, smaller than its sqrt(2/2) in layer 1
+results.number("fixed_std", fixed_std, "the fixed initial weight std of one remedy run")
 SETTINGS = {
     f"ReLU, η = {args.small_lr:g}": dict(lr=args.small_lr),
     f"ReLU, η = {3 * args.small_lr:g}": dict(lr=3 * args.small_lr),
     f"ReLU, η = {args.lr:g}": dict(lr=args.lr),
     f"ReLU, η = {args.small_lr:g}, bias {args.bias:g}": dict(lr=args.small_lr, bias=args.bias),
-    f"ReLU, η = {args.small_lr:g}, N(0, 0.5²) init": dict(lr=args.small_lr, init=0.5),
+    f"ReLU, η = {args.small_lr:g}, N(0, {fixed_std:g}²) init": dict(lr=args.small_lr, init=fixed_std),
     f"leaky ReLU, η = {3 * args.small_lr:g}": dict(lr=3 * args.small_lr, activation="leaky_relu"),
 }
 KEYS = ["lr_small", "lr_triple", "lr_large", "bias_negative", "init_large", "leaky"]
@@ -98,27 +105,30 @@ for key, (label, (_, dead, loss, _)) in zip(KEYS, runs.items(), strict=True):
 
 # %%
 fig, ax = plt.subplots()
-for label, (_, dead, _, _) in list(runs.items())[:5]:
+plotted = list(runs.items())[:5]  # the ReLU runs; leaky ReLU's "dead" units are not stuck
+for label, (_, dead, _, _) in plotted:
     ax.plot(np.arange(len(dead)) * 10, dead, label=label)
 ax.set(
     title="Hidden ReLU units dead on every training input",
     xlabel="SGD step",
-    ylabel="dead fraction of hidden units",
+    ylabel="dead hidden units (% of all)",
 )
-ax.legend(fontsize="x-small")
+ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+ax.legend(fontsize="x-small", loc="center right", bbox_to_anchor=(1, 0.7))  # in the empty band
 results.figure(
     fig,
     "dead_fraction",
-    alt="The two larger learning rates kill a large fraction of the hidden units within the first "
-    "few dozen steps and the fraction then stays put; a negative bias initialization starts with "
-    "many dead units; the smallest learning rates with He initialization keep the fraction low.",
+    alt=f"Fraction of hidden units dead on every training input, over {args.steps} SGD steps, at the "
+    "start and at the end: "
+    + "; ".join(f"{label}: {dead[0]:.0%} then {dead[-1]:.0%}" for label, (_, dead, _, _) in plotted)
+    + ".",
 )
 
 # %% [markdown]
 # ## Is it backprop?
 # Take the network trained with the large learning rate and the incoming weights and biases of
-# its dead units. Their gradient of the full-data loss by reverse mode, forward mode, central
-# differences and the complex step:
+# its dead units (all of layer 1's, the first `checked_layer2` of layer 2's). Their gradient of
+# the full-data loss by reverse mode, forward mode, central differences and the complex step:
 
 # %%
 params, _, _, history = runs[list(SETTINGS)[2]]
@@ -144,13 +154,15 @@ def loss_of_units(units1, units2):
     return loss, [params[0][:, units1], params[1][units1], params[2][:, units2], params[3][units2]]
 
 
-dead_loss, dead_params = loss_of_units(dead1, dead2[:2])  # two layer-2 units: 2 x 65 weights
-for name in ["reverse", "forward", "central"]:
+checked_layer2 = 2  # each layer-2 unit brings 65 weights; two keep forward mode and the rest quick
+dead_loss, dead_params = loss_of_units(dead1, dead2[:checked_layer2])
+for name in ["reverse", "forward", "central", "complex"]:
     largest = max(float(np.abs(g).max(initial=0.0)) for g in check.METHODS[name](dead_loss, dead_params))
     print(f"{name:<8} largest |gradient| over the dead units' incoming weights: {largest!r}")
     results.number(f"dead_grad_{name}", largest, f"{name}: max |dL/dw| over dead units' weights")
 results.number("dead_layer1", len(dead1), "dead units in layer 1 after training with the large step")
 results.number("dead_layer2", len(dead2), "dead units in layer 2 after training with the large step")
+results.number("checked_layer2", min(checked_layer2, len(dead2)), "dead layer-2 units in the check")
 
 # %% [markdown]
 # Central differences are exactly zero because a step of $\pm h$ in one incoming weight moves a

@@ -50,7 +50,7 @@ def gaussian_well(params):
 start = np.array([args.start, 0.0])
 fun = fun_of(gaussian_well)
 runs = {
-    "gd": optim.gradient_descent(fun, start, lr=0.5, gtol=GTOL, max_iter=50_000),
+    "gd": optim.gradient_descent(fun, start, lr=0.5, gtol=GTOL, max_iter=50_000),  # 1 / lambda_max
     "line_search": optim.gradient_descent_line_search(fun, start, gtol=GTOL),
     "newton": optim.newton(fun, start, gtol=GTOL, max_iter=50_000),
     "bfgs": optim.bfgs(fun, start, gtol=GTOL, max_iter=50_000),
@@ -58,6 +58,7 @@ runs = {
 results.number("start", args.start, "distance of the start from the minimum")
 results.number("start_grad_norm", runs["gd"].grad_norms[0], "|grad f| at the start")
 results.number("gtol", GTOL, "gradient tolerance")
+results.number("well_lr", 0.5, "fixed step 1 / lambda_max at the minimum")
 for name, trace in runs.items():
     print(
         f"{name:11s}: {trace.iterations:6d} iterations, {trace.evaluations:6d} evaluations, "
@@ -137,9 +138,11 @@ results.number("restarts", restarts, "restarts until one found the basin (this s
 results.number("restarts_expected", expected, "expected restarts 4 / (pi r^2)")
 results.number("radius", radius, "radius of the basin")
 results.number("final_value", trace.values[-1], "f at the successful restart's end", atol=1e-12)
-draws = rng.uniform(-1, 1, size=(20_000, 2))
+DRAWS = 20_000
+draws = rng.uniform(-1, 1, size=(DRAWS, 2))
 hit_fraction = float(np.mean(np.linalg.norm(draws - centre, axis=1) < radius))
-results.number("hit_fraction", hit_fraction, "fraction of 20,000 uniform starts inside the basin")
+results.number("hit_fraction", hit_fraction, "fraction of the uniform draws inside the basin")
+results.number("draws", DRAWS, "uniform draws for the hit fraction")
 results.number("hit_probability", np.pi * radius**2 / 4, "pi r^2 / 4")
 print(f"restarts {restarts}, expected {expected:.1f}; fraction of starts in the basin {hit_fraction:.4f}")
 

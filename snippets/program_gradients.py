@@ -2,7 +2,7 @@
 
 Differentiates programs that compute the same function in different ways: a masked square root
 whose untaken branch turns the reverse-mode gradient into NaN, and the "double where" that
-fixes it; ReLU written four ways, which disagree only at 0; a hard threshold whose gradient is
+fixes it; ReLU written five ways, which disagree only at 0; a hard threshold whose gradient is
 exactly zero, learned with a sigmoid surrogate and a straight-through estimator.
 Quoted by docs/programs-not-functions.md.
 """
@@ -91,7 +91,9 @@ ax.plot(x, np.clip(masked["central"], None, 3), color=PALETTE[2], label="central
 ax.plot(x, safe["reverse"], "--", color=PALETTE[0], label="reverse mode, double where")
 finite = ~np.isnan(masked["reverse"])
 ax.plot(x[finite], masked["reverse"][finite], "o", ms=4, color=PALETTE[1], label="reverse mode, where")
-ax.plot(x[~finite], 0 * x[~finite], "x", ms=7, color=PALETTE[3], label="reverse mode, where: NaN (at 0)")
+ax.plot(
+    x[~finite], 0 * x[~finite], "x", ms=7, color=PALETTE[3], label="reverse mode, where: NaN (drawn at 0)"
+)
 ax.set(
     title="Gradient of where(x > 0, sqrt x, 0)", xlabel="x", ylabel="df/dx (clipped at 3)", ylim=(-0.2, 3.2)
 )
@@ -99,8 +101,9 @@ ax.legend()
 results.figure(
     fig,
     "masked_sqrt",
-    alt="Reverse mode returns NaN at every x <= 0 for where(x > 0, sqrt x, 0); "
-    "central differences and the double-where rewrite give 0 there and 1/(2 sqrt x) for x > 0.",
+    alt="Reverse mode returns NaN at every x <= 0 for where(x > 0, sqrt x, 0); the double-where "
+    "rewrite gives 0 there, central differences give 0 for x < 0 and a large, step-dependent value "
+    "at x = 0; all agree on 1/(2 sqrt x) for x > 0.",
 )
 
 # %% [markdown]

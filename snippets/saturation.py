@@ -13,15 +13,17 @@ by four methods. Quoted by docs/saturating-sigmoids.md.
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
-from gradlab import check, engine, models, ops, snippet
+from gradlab import check, engine, models, numerical, ops, snippet
 
 parser = snippet.parser(__doc__)
-parser.add_argument("--depth", type=snippet.positive_int, default=10, help="hidden layers of the stack")
-parser.add_argument("--width", type=snippet.positive_int, default=32, help="units per hidden layer")
-parser.add_argument(
-    "--input-scale", type=snippet.positive_float, default=20.0, help="mean and std of raw inputs"
-)
-parser.add_argument("--weight-std", type=snippet.positive_float, default=1.0, help="the 'large' weight std")
+arguments = {  # name: (type, default, help); each is also recorded as a number
+    "depth": (snippet.positive_int, 10, "hidden layers of the stack"),
+    "width": (snippet.positive_int, 32, "units per hidden layer"),
+    "input_scale": (snippet.positive_float, 20.0, "mean and std of the raw inputs"),
+    "weight_std": (snippet.positive_float, 1.0, "the 'large' weight std"),
+}
+for name, (kind, default, about) in arguments.items():
+    parser.add_argument(f"--{name.replace('_', '-')}", type=kind, default=default, help=about)
 args, results = snippet.parse(parser)
 rng = np.random.default_rng(args.seed)
 SATURATED_BELOW = {"sigmoid": 0.25 / 100, "tanh": 1 / 100}
@@ -29,10 +31,8 @@ SATURATED_BELOW = {"sigmoid": 0.25 / 100, "tanh": 1 / 100}
 
 def slope(activation, z):
     """The activation's derivative, written as the engine writes it."""
-    if activation == "sigmoid":
-        s = ops.sigmoid(z)
-        return s * (1 - s)
-    return 1 - np.tanh(z) ** 2
+    value = ops.sigmoid(z) if activation == "sigmoid" else np.tanh(z)
+    return value * (1 - value) if activation == "sigmoid" else 1 - value**2
 
 
 # %% [markdown]
@@ -69,9 +69,8 @@ results.number("true_gap_at_z_zero", float(np.exp(-z_zero)), "exp(-z) ~ 1 - sigm
 eps = np.finfo(np.float64).eps
 results.number("eps", float(eps), "float64 machine epsilon")
 results.number("ln_two_over_eps", float(np.log(2 / eps)), "ln(2 / eps): where 1 + exp(-z) rounds to 1")
-results.number(
-    "slope_just_below", float(slope("sigmoid", np.nextafter(z_zero, 0))), "slope one float below it"
-)
+slope_below = float(slope("sigmoid", np.nextafter(z_zero, 0)))
+results.number("slope_just_below", slope_below, "slope one float below it")
 
 # %% [markdown]
 # ## Saturation against the weight scale and the input scale
@@ -98,9 +97,9 @@ curves = {
     "layer 1, standardized inputs": (X, slice(0, 1)),
     f"layer 1, raw inputs (mean, std {args.input_scale:g})": (X_raw, slice(0, 1)),
 }
-fig, ax = plt.subplots()
+fig, ax, fractions_by_curve = *plt.subplots(), {}
 for label, (inputs, layers) in curves.items():
-    fractions = []
+    fractions = fractions_by_curve[label] = []
     for std in weight_stds:
         params = models.init_mlp(sizes, std, np.random.default_rng(args.seed + 1))
         _, pre_activations, _ = models.mlp(params, inputs, "sigmoid", True)
@@ -112,11 +111,13 @@ ax.set(
     ylabel="fraction of saturated units",
 )
 ax.legend()
+onset = {label: weight_stds[np.argmax(np.array(f) > 0.05)] for label, f in fractions_by_curve.items()}
 results.figure(
     fig,
     "saturated_vs_scale",
-    alt="With standardized inputs few sigmoid units saturate until the weight std nears 1; "
-    "with raw inputs most first-layer units saturate even at small weights.",
+    alt=f"On standardized inputs, 5% of the first layer's sigmoid units are saturated only from a weight "
+    f"std of {onset['layer 1, standardized inputs']:.1f}; on raw inputs (mean and std {args.input_scale:g}) "
+    f"from {onset[list(curves)[-1]]:.2f}, and the share keeps rising towards 1.",
 )
 
 # %%
@@ -130,77 +131,67 @@ for inputs, key in ((X, "standardized"), (X_raw, "raw")):
 # %% [markdown]
 # ## Gradient norms, layer by layer
 #
-# The same stack under six setups, one backward pass each. Glorot's std is
+# The same stack under five setups, one backward pass each. Glorot's std is
 # $\sqrt{2/(\text{fan\_in} + \text{fan\_out})}$, He's $\sqrt{2/\text{fan\_in}}$.
 
 # %%
-setups = {
-    "sigmoid, s = 0.1": ("sigmoid", 0.1, X),
-    "sigmoid, Glorot": ("sigmoid", "glorot", X),
-    f"sigmoid, s = {args.weight_std:g}": ("sigmoid", args.weight_std, X),
-    "tanh, Glorot": ("tanh", "glorot", X),
-    "ReLU, He": ("relu", "he", X),
+setups = {  # key: (label, activation, weight init)
+    "small": ("sigmoid, s = 0.1", "sigmoid", 0.1),
+    "glorot": ("sigmoid, Glorot", "sigmoid", "glorot"),
+    "large": (f"sigmoid, s = {args.weight_std:g}", "sigmoid", args.weight_std),
+    "tanh": ("tanh, Glorot", "tanh", "glorot"),
+    "relu": ("ReLU, He", "relu", "he"),
 }
-norms, saturated, stacks = {}, {}, {}
-for name, (activation, init, inputs) in setups.items():
+norms, stacks = {}, {}
+for key, (name, activation, init) in setups.items():
     params = models.init_mlp(sizes, init, np.random.default_rng(args.seed + 1))
 
-    def loss(params, inputs=inputs, activation=activation):
-        return ops.mean((models.mlp(params, inputs, activation) - y) ** 2)
+    def loss(params, activation=activation):
+        return ops.mean((models.mlp(params, X, activation) - y) ** 2)
 
-    stacks[name] = (loss, params)
-    norms[name] = models.grad_norm_per_layer(engine.grad(loss, params))[:-1]  # hidden layers
+    stacks[key] = (loss, params)
+    norms[key] = models.grad_norm_per_layer(engine.grad(loss, params))[:-1]  # hidden layers
+    ratio = norms[key][0] / norms[key][-1]
+    results.number(f"ratio_{key}", ratio, f"{name}: ||dL/dW_1|| / ||dL/dW_L||")
+    share = "saturated    n/a"
     if activation != "relu":
-        _, pre_activations, _ = models.mlp(params, inputs, activation, True)
-        saturated[name] = saturated_fraction(activation, pre_activations)
-    ratio = norms[name][0] / norms[name][-1]
-    share = f"saturated {saturated[name]:6.1%}" if name in saturated else "saturated    n/a"
+        _, pre_activations, _ = models.mlp(params, X, activation, True)
+        saturated = saturated_fraction(activation, pre_activations)
+        results.number(f"saturated_{key}", saturated, f"{name}: saturated share of hidden units")
+        share = f"saturated {saturated:6.1%}"
     print(f"{name:<28} first/last grad norm {ratio:8.1e}, {share}")
 
 fig, ax = plt.subplots()
 layers = np.arange(1, args.depth + 1)
-for name, layer_norms in norms.items():
-    ax.semilogy(layers, layer_norms, marker="o", label=name)
+for key, layer_norms in norms.items():
+    ax.semilogy(layers, layer_norms, marker="o", label=setups[key][0])
 ax.set(
     title=f"Gradient norm per layer, {args.depth} hidden layers of {args.width}",
     xlabel="layer l (1 = nearest the input)",
     ylabel="||dL/dW_l|| (log scale)",
 )
-ax.legend(fontsize="x-small")
+ax.legend(loc="lower right", fontsize="small")
+ratio = {key: layer_norms[0] / layer_norms[-1] for key, layer_norms in norms.items()}
 results.figure(
     fig,
     "depth_norms",
-    alt="Sigmoid layers' gradient norms fall by orders of magnitude towards the input, fastest with "
-    "small weights; tanh with Glorot and ReLU with He init stay within a factor of a few.",
+    alt=f"Towards the input the sigmoid layers' gradient norms fall: layer 1 gets {ratio['glorot']:.0e} "
+    f"of layer {args.depth}'s with Glorot weights, {ratio['small']:.0e} with s = 0.1; tanh with Glorot "
+    f"({ratio['tanh']:.1f}) and ReLU with He init ({ratio['relu']:.2f}) stay within a small factor.",
 )
-
-# %%
-keys = {
-    "sigmoid, s = 0.1": "small",
-    "sigmoid, Glorot": "glorot",
-    f"sigmoid, s = {args.weight_std:g}": "large",
-    "tanh, Glorot": "tanh",
-    "ReLU, He": "relu",
-}
-for name, key in keys.items():
-    results.number(f"ratio_{key}", norms[name][0] / norms[name][-1], f"{name}: ||dL/dW_1|| / ||dL/dW_L||")
-    if name in saturated:
-        results.number(f"saturated_{key}", saturated[name], f"{name}: saturated share of hidden units")
-results.number("first_norm_glorot", norms["sigmoid, Glorot"][0], "sigmoid, Glorot: ||dL/dW_1||")
-results.number("depth", args.depth, "hidden layers")
-results.number("width", args.width, "units per hidden layer")
-results.number("weight_std", args.weight_std, "the large weight std")
-results.number("input_scale", args.input_scale, "mean and std of the raw inputs")
+for name, (_, _, about) in arguments.items():
+    results.number(name, getattr(args, name), about)
 
 # %% [markdown]
 # ## Is it backprop?
 #
-# The first layer's gradient of the sigmoid stack with Glorot init, by four methods. The
-# complex step and forward mode subtract nothing, so they resolve even tiny entries; central
-# differences lose digits to rounding in $f(x + h) - f(x - h)$ when the gradient is this small.
+# The first layer's gradient of the sigmoid stack with Glorot init, by four methods. Forward
+# mode and the complex step subtract nothing, so they resolve even tiny entries. Central
+# differences carry an absolute rounding error near $\epsilon |L| / h$ (with $h = \epsilon^{1/3}$),
+# the same for every entry: small against the largest entries, comparable to the smallest.
 
 # %%
-loss, params = stacks["sigmoid, Glorot"]
+loss, params = stacks["glorot"]
 
 
 def first_layer_loss(first, params=params, loss=loss):
@@ -211,13 +202,21 @@ first_grad = engine.grad(first_layer_loss, params[:1])[0]
 agreement = check.compare(first_layer_loss, params[:1])
 for pair, error in agreement.items():
     print(f"first layer: {pair:<19} largest relative disagreement {error:.1e}")
-results.number("first_grad_max", np.abs(first_grad).max(), "largest |entry| of dL/dW_1, sigmoid Glorot")
-results.number("first_grad_median", np.median(np.abs(first_grad)), "median |entry| of dL/dW_1")
-results.number("forward_error", agreement["reverse vs forward"], "reverse vs forward", rtol=0, atol=1e-11)
-results.number(
-    "complex_error", agreement["reverse vs complex"], "reverse vs complex step", rtol=0, atol=1e-11
-)
-results.number("central_error", agreement["reverse vs central"], "reverse vs central diff.", rtol=0, atol=1.0)
+central_miss = np.abs(numerical.central_difference(first_layer_loss, params[:1])[0] - first_grad)
+central_scaled = central_miss.max() / np.abs(first_grad).max()
+rounding = eps * abs(first_layer_loss(params[:1])) / eps ** (1 / 3)  # eps |L| / h at h = eps^(1/3)
+for key, value, about, tolerance in [
+    ("first_grad_max", np.abs(first_grad).max(), "largest |entry| of dL/dW_1, sigmoid Glorot", {}),
+    ("first_grad_median", np.median(np.abs(first_grad)), "median |entry| of dL/dW_1", {}),
+    ("first_grad_min", np.abs(first_grad).min(), "smallest |entry| of dL/dW_1", {"rtol": 1e-3}),
+    ("forward_error", agreement["reverse vs forward"], "reverse vs forward", {"rtol": 0, "atol": 1e-11}),
+    ("complex_error", agreement["reverse vs complex"], "reverse vs complex", {"rtol": 0, "atol": 1e-11}),
+    ("central_error", agreement["reverse vs central"], "reverse vs central", {"rtol": 0, "atol": 1}),
+    ("central_abs", central_miss.max(), "largest |central - reverse|", {"rtol": 0, "atol": 1e-9}),
+    ("central_scaled", central_scaled, "that / largest |entry|", {"rtol": 0, "atol": 1e-2}),
+    ("central_rounding", rounding, "rounding estimate eps |L| / h", {"rtol": 1e-6}),
+]:
+    results.number(key, value, about, **tolerance)
 
 # %% [markdown]
 # ## Why: the product of Jacobians, and its bound
@@ -235,6 +234,8 @@ shrink = np.linalg.norm(inputs.grad) / np.linalg.norm(activations[-1].grad)
 bound = np.prod([0.25 * np.linalg.norm(W, 2) for W in params[0:-2:2]])
 results.number("shrink_measured", shrink, "||dL/dh_0|| / ||dL/dh_L||, sigmoid Glorot")
 results.number("shrink_bound", bound, "prod of ||W_l||_2 / 4 over the hidden layers")
+square_norm = np.median([np.linalg.norm(W, 2) for W in params[2:-2:2]])
+results.number("square_spectral_norm", square_norm, "median ||W_l||_2 of the square Glorot layers")
 
 # %%
 results.save()

@@ -17,7 +17,7 @@ architectural remedy. Quoted by docs/gradients-through-time.md.
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
-from gradlab import check, clipping, engine, models, ops, snippet
+from gradlab import check, clipping, engine, models, numerical, ops, snippet
 from gradlab.plot import PALETTE
 
 parser = snippet.parser(__doc__)
@@ -38,8 +38,14 @@ gaussian = rng.normal(size=(n, n))
 Q = np.linalg.qr(gaussian)[0] if args.matrix == "orthogonal" else gaussian / np.linalg.norm(gaussian, 2)
 xs = args.input_scale * rng.normal(size=(T, INPUTS))
 h0 = 0.5 * rng.normal(size=n)
-results.number("hidden", n, "hidden units n")
-results.number("steps", T, "time steps T")
+for name, value, about in (
+    ("hidden", n, "hidden units n"),
+    ("steps", T, "time steps T"),
+    ("scale_count", len(SCALES), "number of recurrent-matrix scales"),
+    ("vanishing_scale", VANISHING, "sigma_max of the vanishing case"),
+    ("exploding_scale", EXPLODING, "sigma_max of the exploding case"),
+):
+    results.number(name, value, about)
 
 
 def key(scale):
@@ -82,8 +88,14 @@ for scale in SCALES:
         f"rate_{k}", norms[scale][-1] ** (1 / T), f"per-step factor, sigma_max {scale:g}", rtol=1e-4
     )
     results.number(f"slope_{k}", slope, f"mean tanh' on the run, sigma_max {scale:g}", rtol=1e-4)
+    results.number(f"scale_{k}", scale, "sigma_max(W_hh) = s")
+    results.number(f"gain_{k}", scale * slope, f"sigma_max x mean tanh', sigma_max {scale:g}", rtol=1e-4)
     ax.semilogy(np.arange(1, T + 1), norms[scale], label=f"$\\sigma_{{\\max}}$ = {scale:g}")
-ax.set(title="tanh RNN: Jacobian norm through time", xlabel="time steps T", ylabel="‖∂h_T/∂h_0‖₂ (log scale)")
+ax.set(
+    title="tanh RNN: Jacobian norm through time",
+    xlabel="time steps $T$",
+    ylabel=r"$\|\partial h_T / \partial h_0\|_2$ (log scale)",
+)
 ax.legend(ncol=2)
 vanished = [s for s in SCALES if norms[s][-1] < 1]
 results.number("vanished_count", len(vanished), "scales whose Jacobian norm ended below 1")
@@ -102,11 +114,20 @@ results.figure(
 # ## Is it backprop?
 # $L = v^\top h_T$ for a fixed random unit vector $v$; its gradient with respect to $h_0$ is
 # $(\partial h_T/\partial h_0)^\top v$. Reverse mode, forward mode, central differences and
-# the complex step compute it for the vanishing and the exploding matrix.
+# the complex step compute it for the vanishing and the exploding matrix. Central differences
+# get two extra measurements, because they fail for reasons of their own: how many entries
+# come out exactly 0 (the two values of $L$ are the same float), and, on the exploding
+# matrix, the best agreement over a scan of smaller steps $h$.
 
 # %%
 v = rng.normal(size=n)
 v /= np.linalg.norm(v)
+DEFAULT_STEP = np.finfo(float).eps ** (1 / 3)  # numerical.central_difference's step for |x| <= 1
+STEP_SCAN = 10.0 ** -np.arange(7, 14)
+results.number("central_default_step", DEFAULT_STEP, "default central-difference step eps^(1/3)")
+results.number("loss_bound", np.sqrt(n), "|L| <= ||h_T|| < sqrt(n): tanh is bounded by 1")
+# rounding-level values: compare with an atol that still catches a broken method
+ATOL = {"forward": 1e-9, "complex": 1e-5, "central": 0.0}
 for name, scale in (("vanishing", VANISHING), ("exploding", EXPLODING)):
     W_hh = scale * Q
 
@@ -120,15 +141,37 @@ for name, scale in (("vanishing", VANISHING), ("exploding", EXPLODING)):
     for pair, error in check.compare(loss, [h0]).items():
         method = pair.split()[-1]
         about = f"{name}: largest relative disagreement, {pair}"
-        results.number(f"{name}_{method}", error, about, atol=1e-6 if method != "central" else 0.0, rtol=0.5)
+        results.number(f"{name}_{method}", error, about, atol=ATOL[method], rtol=0.5)
         print(f"{name:>9} (sigma_max {scale:g}): {pair:<21} {error:.1e}")
+    central = numerical.central_difference(loss, [h0])[0]
+    results.number(f"{name}_central_zeros", int(np.sum(central == 0)), f"{name}: central entries exactly 0")
+    # what a central difference must resolve: the change 2h|dL/dx| against the float spacing at L
+    loss_value = float(loss([h0]))
+    results.number(f"{name}_loss_spacing", np.spacing(abs(loss_value)), f"{name}: spacing of floats at L")
+    results.number(
+        f"{name}_central_change",
+        2 * DEFAULT_STEP * np.abs(gradient).max(),
+        f"{name}: largest change of L over a default central step",
+        rtol=1e-4,
+    )
     # the forward pass's own rounding, amplified by the same Jacobian: real vs complex arithmetic
     gap = np.abs(
         models.rnn([W_hh, W_xh, b], xs, h0.astype(complex)).real - models.rnn([W_hh, W_xh, b], xs, h0)
     )
     results.number(
-        f"{name}_rounding_gap", gap.max(), f"{name}: max |h_T(real) - Re h_T(complex)|", rtol=1.0, atol=1e-14
+        f"{name}_rounding_gap", gap.max(), f"{name}: max |h_T(real) - Re h_T(complex)|", rtol=1.0, atol=1e-6
     )
+
+# the exploding case (the loop's last) with smaller steps:
+# truncation error falls with h, the amplified rounding error grows like 1/h
+scan = {h: check.max_rel_error([gradient], numerical.central_difference(loss, [h0], h=h)) for h in STEP_SCAN}
+best_step = min(scan, key=scan.get)
+for h, error in scan.items():
+    print(f"exploding, central differences with h = {h:.0e}: largest relative disagreement {error:.1e}")
+results.number("central_best_step", best_step, "exploding: best step h in the scan", rtol=9.5)
+results.number("central_best", scan[best_step], "exploding: central disagreement at the best step", atol=0.05)
+results.number("central_scan_largest", STEP_SCAN[0], "largest step in the scan")
+results.number("central_scan_smallest", STEP_SCAN[-1], "smallest step in the scan")
 
 # %% [markdown]
 # ## Clipping the exploding gradient: by norm or by entry
@@ -142,61 +185,54 @@ by_norm, norm_before = clipping.clip_by_norm(full_gradient, args.clip)
 by_value = clipping.clip_by_value(full_gradient, args.clip)
 clipped_entries = sum(int(np.sum(np.abs(g) > args.clip)) for g in full_gradient)
 results.number("clip", args.clip, "clipping threshold (norm, and entry limit)")
+parameter_count = sum(g.size for g in full_gradient)
+results.number("parameter_count", parameter_count, "entries of the full gradient")
 results.number("exploding_full_grad_norm", norm_before, "||dL/d(W_hh, W_xh, b)|| at sigma_max 3", rtol=1e-4)
 results.number("cosine_norm_clip", clipping.cosine(full_gradient, by_norm), "cosine(norm-clipped, original)")
 results.number(
-    "cosine_value_clip",
-    clipping.cosine(full_gradient, by_value),
-    "cosine(entry-clipped, original)",
-    rtol=1e-4,
+    "cosine_value_clip", clipping.cosine(full_gradient, by_value), "cosine(entry-clipped)", rtol=1e-4
 )
-results.number(
-    "clipped_fraction", clipped_entries / sum(g.size for g in full_gradient), "fraction of entries clipped"
-)
+results.number("clipped_fraction", clipped_entries / parameter_count, "entries clipped")
 
 # %% [markdown]
 # ## The architectural remedy: an additive memory
 # With $c_t = f\,c_{t-1} + (1 - f)\tanh(W_{hh} c_{t-1} + W_{xh} x_t + b)$ the step Jacobian is
-# $f I + (1 - f)\operatorname{diag}(\tanh') W_{hh}$: close to $f I$ when $f$ is near 1, so
-# the product behaves like $f^T$ whatever $W_{hh}$ does. (An LSTM learns $f$ per unit and step.)
+# $f I + (1 - f)\operatorname{diag}(\tanh') W_{hh}$, whose singular values lie within
+# $f \pm (1 - f)\sigma_{\max}$: near $f$ when $f$ is near 1, so the product stays near $f^T$
+# whatever $W_{hh}$ does. (An LSTM learns its gates per unit and step.)
 
 # %%
 fig, ax = plt.subplots()
+additive_range, time_axis = [], np.arange(1, T + 1)
 results.number("forget", args.forget, "forget gate f of the additive cell")
 results.number("forget_power", args.forget**T, "f^T")
 for colour, scale in zip(PALETTE, (VANISHING, EXPLODING), strict=False):
     additive = jacobian_norms(scale * Q, forget=args.forget)[0]
-    results.number(
-        f"additive_norm_{key(scale)}",
-        additive[-1],
-        f"additive cell ||dc_T/dc_0||, sigma_max {scale:g}",
-        rtol=1e-4,
-    )
-    ax.semilogy(
-        np.arange(1, T + 1),
-        norms[scale],
-        color=colour,
-        linestyle="--",
-        label=f"tanh RNN, $\\sigma_{{\\max}}$ = {scale:g}",
-    )
-    ax.semilogy(
-        np.arange(1, T + 1), additive, color=colour, label=f"additive cell, $\\sigma_{{\\max}}$ = {scale:g}"
-    )
-ax.semilogy(
-    np.arange(1, T + 1), args.forget ** np.arange(1, T + 1), color=PALETTE[2], linestyle=":", label="$f^T$"
-)
+    additive_range.extend([additive.min(), additive.max()])
+    about = f"additive cell ||dc_T/dc_0||, sigma_max {scale:g}"
+    results.number(f"additive_norm_{key(scale)}", additive[-1], about, rtol=1e-4)
+    sigma = f"$\\sigma_{{\\max}}$ = {scale:g}"
+    ax.semilogy(time_axis, norms[scale], color=colour, linestyle="--", label=f"tanh RNN, {sigma}")
+    ax.semilogy(time_axis, additive, color=colour, label=f"additive cell, {sigma}")
+ax.semilogy(time_axis, args.forget**time_axis, color=PALETTE[2], linestyle=":", label="$f^T$")
+# the step Jacobian f I + (1 - f) diag(tanh') W_hh has singular values within f -+ (1 - f) sigma_max
+upper, lower = args.forget + (1 - args.forget) * EXPLODING, args.forget - (1 - args.forget) * VANISHING
+results.number("additive_upper_3", upper**T, "(f + (1 - f) sigma_max)^T at the exploding scale")
+results.number("additive_lower_0p5", lower**T, "(f - (1 - f) sigma_max)^T at the vanishing scale")
 ax.set(
     title="Additive memory: the Jacobian follows the forget gate",
-    xlabel="time steps T",
-    ylabel="Jacobian norm (log scale)",
+    xlabel="time steps $T$",
+    ylabel=r"$\|\partial h_T/\partial h_0\|_2$ or $\|\partial c_T/\partial c_0\|_2$ (log scale)",
 )
 ax.legend(fontsize="x-small")
 results.figure(
     fig,
     "additive_cell",
     alt=(
-        f"With an additive memory and forget gate {args.forget:g} the Jacobian norm stays near "
-        f"{args.forget:g} to the power T for both matrices, where the tanh RNN vanishes or explodes."
+        f"With an additive memory and forget gate {args.forget:g} the Jacobian norm stays between "
+        f"{min(additive_range):.2g} and {max(additive_range):.2g} over {T} steps for both matrices "
+        f"(f^T = {args.forget**T:.2g}), while the tanh RNN's falls to {norms[VANISHING][-1]:.0e} "
+        f"or grows to {norms[EXPLODING][-1]:.0e}."
     ),
 )
 
