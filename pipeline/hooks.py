@@ -4,7 +4,8 @@
   the navigation. A failing snippet fails the build with its file, line and traceback.
 * ``on_files``: add the executed notebooks, the figures and MathJax to the site.
 * ``on_page_markdown``: resolve ``{{ snippet.key }}`` numbers and ``{{ figure ... }}`` figures.
-* ``on_post_page``: notebook pages are cleaned up by ``notebook_pages.py``.
+* ``on_post_page``: notebook pages are cleaned up by ``notebook_pages.py``; ``on_post_build``
+  writes the notebook CSS they share.
 """
 
 import os
@@ -16,6 +17,7 @@ from pathlib import Path
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File
+from mkdocs.utils import get_relative_url
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pipeline import macros, notebook_pages, runner
@@ -26,9 +28,33 @@ NOTEBOOK_NAV_TITLE = "Run it yourself"
 
 
 def _title(path: Path) -> str:
-    """A snippet's title: the first line of its docstring."""
+    """A snippet's short title: its docstring's first line, up to a colon."""
     match = re.match(r'\s*r?"""\s*(.+)', path.read_text(encoding="utf-8"))
-    return match.group(1).strip().rstrip(".") if match else path.stem
+    return match.group(1).split(":")[0].strip().rstrip(".") if match else path.stem
+
+
+def _pages(nav) -> list[str]:
+    """The Markdown files of the navigation, in order."""
+    for entry in nav:
+        value = next(iter(entry.values())) if isinstance(entry, dict) else entry
+        yield from _pages(value) if isinstance(value, list) else [value]
+
+
+def _chapter_order(config, names) -> list[str]:
+    """Snippet names in the order the chapters in the navigation first quote them."""
+    order = []
+    for page in _pages(config.nav or []):
+        if page == "index.md":  # the start page quotes headline numbers out of chapter order
+            continue
+        path = Path(config.docs_dir) / page
+        text = path.read_text(encoding="utf-8") if path.is_file() else ""
+        for match in re.finditer(
+            r"\{\{\s*(?:figure\s+)?([a-z][a-z0-9_]*)\.|notebooks/([a-z][a-z0-9_]*)\.ipynb", text
+        ):
+            name = match.group(1) or match.group(2)
+            if name in names and name not in order:
+                order.append(name)
+    return order + sorted(set(names) - set(order))
 
 
 def on_config(config):
@@ -37,24 +63,42 @@ def on_config(config):
         RESULTS.update(runner.run_all())
     except runner.SnippetError as error:
         raise PluginError(f"a snippet failed, so nothing is published:\n{error}") from None
-    notebooks = [{_title(runner.SNIPPETS / f"{name}.py"): f"notebooks/{name}.ipynb"} for name in RESULTS]
+    notebooks = [
+        {_title(runner.SNIPPETS / f"{name}.py"): f"notebooks/{name}.ipynb"}
+        for name in _chapter_order(config, RESULTS)
+    ]
     nav = [entry for entry in (config.nav or []) if NOTEBOOK_NAV_TITLE not in entry]
-    config.nav = [*nav, {NOTEBOOK_NAV_TITLE: notebooks}] if notebooks else nav
+    if notebooks:  # after the chapters, before "Contributing"
+        at = next((i for i, entry in enumerate(nav) if "Contributing" in entry), len(nav))
+        nav.insert(at, {NOTEBOOK_NAV_TITLE: notebooks})
+    config.nav = nav
     return config
+
+
+# MathJax 3 as separate components, loaded by startup.js (see docs/assets/mathjax-config.js):
+# the combined tex-chtml.js also carries the right-click menu, 108 of its 262 kB gzipped.
+MATHJAX_FILES = [
+    "startup.js",
+    "core.js",
+    "input/tex.js",
+    "input/tex/extensions/*.js",
+    "output/chtml.js",
+    "output/chtml/fonts/tex.js",
+    "output/chtml/fonts/woff-v2/*.woff",
+    "a11y/assistive-mml.js",  # hidden MathML for screen readers
+]
 
 
 def _mathjax_files(config) -> list[File]:
     import mathjax
 
     source = Path(mathjax.__file__).parent / "static" / "mathjax" / "es5"
-    wanted = [source / "tex-chtml.js", *source.glob("output/chtml/fonts/woff-v2/*.woff")]
-    wanted += source.glob("input/tex/extensions/*.js")
-    return [
-        File.generated(
-            config, f"assets/mathjax/{path.relative_to(source).as_posix()}", abs_src_path=str(path)
-        )
-        for path in wanted
-    ]
+    wanted = [path for pattern in MATHJAX_FILES for path in sorted(source.glob(pattern))]
+    files = []
+    for path in wanted:
+        uri = f"assets/mathjax/{path.relative_to(source).as_posix()}"
+        files.append(File.generated(config, uri, abs_src_path=str(path)))
+    return files
 
 
 @event_priority(100)  # before mkdocs-jupyter wraps the notebook files
@@ -94,12 +138,22 @@ def on_pre_page(page, config, files):
     return page
 
 
+@event_priority(100)  # before Material's search plugin indexes the page
+def on_page_context(context, page, config, nav):
+    if _notebook_name(page):
+        # the chapters carry the words; a notebook's code and outputs would triple the index
+        page.meta["search"] = {"exclude": True}
+    return context
+
+
 def on_post_page(output, page, config):
     name = _notebook_name(page)
     if name is None:
         return output
-    return notebook_pages.clean(output, list(RESULTS[name].figures.values()))
+    root = get_relative_url(".", page.url)  # the shared notebook CSS lives under the site root
+    return notebook_pages.clean(output, list(RESULTS[name].figures.values()), root)
 
 
 def on_post_build(config):
+    notebook_pages.write_stylesheets(config.site_dir)
     shutil.rmtree(PAGES, ignore_errors=True)

@@ -44,8 +44,8 @@ def figure_markdown(snippet: str, key: str, figure: dict, page_depth: int) -> st
     alt = figure["alt"].replace("]", "\\]").replace("\n", " ")
     return (
         '<figure markdown="span">\n'
-        f"  ![{alt}]({up}figures/{snippet}/{key}.svg#only-light)"
-        f"![{alt}]({up}figures/{snippet}/{key}-dark.svg#only-dark)\n"
+        f"  ![{alt}]({up}figures/{snippet}/{key}.svg#only-light){{ loading=lazy }}"
+        f"![{alt}]({up}figures/{snippet}/{key}-dark.svg#only-dark){{ loading=lazy }}\n"
         f'  <figcaption markdown="span">Drawn by '
         f"[`snippets/{snippet}.py`]({up}notebooks/{snippet}.ipynb)</figcaption>\n"
         "</figure>"

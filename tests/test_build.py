@@ -48,9 +48,13 @@ def pages(site: Path) -> list[Path]:
     return sorted(site.rglob("*.html"))
 
 
+# mkdocs-jupyter keeps each cell's raw source in a hidden div for its copy button
+COPY_BUFFER = re.compile(r'<div class="clipboard-copy-txt"[^>]*>.*?</div>', re.S)
+
+
 def parse(page: Path) -> PageParser:
     parser = PageParser()
-    parser.feed(page.read_text(encoding="utf-8"))
+    parser.feed(COPY_BUFFER.sub("", page.read_text(encoding="utf-8")))
     return parser
 
 
@@ -108,6 +112,8 @@ def test_notebook_pages_show_their_outputs_and_figures(built_site, snippet_resul
     assert not bad, f"{name}.ipynb shows an error or stderr output: {bad[0]}"
     html = (folder / "index.html").read_text(encoding="utf-8")
     assert re.search(r'class="[^"]*jp-OutputArea-output', html), f"notebook page {name} shows no outputs"
-    figures = len(re.findall(r'<img[^>]+src="data:image/(?:png|svg)', html))
+    figures = sum(
+        1 for image in parse(folder / "index.html").images if image.get("src", "").startswith("data:image/")
+    )
     expected = len(snippet_results[name].figures)
     assert figures == expected, f"notebook page {name} shows {figures} figures, the snippet saved {expected}"

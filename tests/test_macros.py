@@ -34,7 +34,7 @@ def test_figure_has_both_palettes_alt_text_and_a_link_to_its_snippet():
     markdown = macros.substitute("{{ figure demo.curve }}", RESULTS, "part/page.md")
     assert "![A falling curve.](../figures/demo/curve.svg#only-light)" in markdown
     assert "![A falling curve.](../figures/demo/curve-dark.svg#only-dark)" in markdown
-    assert "(../notebooks/demo.ipynb)" in markdown
+    assert "(../notebooks/demo.ipynb)" in markdown and "loading=lazy" in markdown
 
 
 @pytest.mark.parametrize(

@@ -143,4 +143,5 @@ class Results:
         document = {"snippet": self.name, "numbers": self.numbers, "figures": self.figures}
         path = self.out / "numbers.json"
         path.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
-        print(f"\nwrote {path} and {2 * len(self.figures)} figure files")
+        where = "" if in_kernel() else f" to {self.out}"  # in a notebook the folder is the build's
+        print(f"\nwrote numbers.json and {2 * len(self.figures)} figure files{where}")
