@@ -74,6 +74,11 @@ for variant in VARIANTS:
         params = [p - args.lr * g for p, g in zip(params, grads, strict=True)]
     losses[variant].append(loss(params, variant))
     print(f"\n{variant} network, step 0:\n" + diagnostics.format_report(reports[variant]))
+    if variant == "plain":  # the report's definition of "saturated", quoted by the chapter
+        level = results.number(
+            "saturation_level", diagnostics.SATURATION_LEVEL, "|tanh| above this: saturated"
+        )
+        results.number("saturated_slope_bound", 1 - level**2, "tanh's slope there, relative to its maximum 1")
     results.number(
         f"{variant}_final_loss", float(losses[variant][-1]), f"{variant}: loss after training", rtol=1e-6
     )
