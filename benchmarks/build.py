@@ -39,7 +39,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as out:
         for path in runner.snippet_paths():
             took = seconds([sys.executable, str(path), "--out", f"{out}/{path.stem}"])
-            print(f"{'snippet ' + path.stem:<34} {took:8.2f} s   (standalone, one core)")
+            print(f"{'snippet ' + path.stem:<34} {took:8.2f} s   (standalone)")
     print()
     suite = seconds([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"])
     print(f"{'test suite (warm cache)':<34} {suite:8.2f} s   target < 180 s")

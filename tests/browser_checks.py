@@ -334,10 +334,9 @@ def short(url: str) -> str:
 SCROLL_JS = """async () => {
   for (let y = 0; y < document.body.scrollHeight; y += window.innerHeight) {
     window.scrollTo(0, y);
-    await new Promise(resolve => setTimeout(resolve, 50));
+    await new Promise(resolve => setTimeout(resolve, 20));
   }
   window.scrollTo(0, 0);
-  await new Promise(resolve => setTimeout(resolve, 500));  // the header's title fades back in
 }"""
 EAGER_JS = """async () => {
   const lazy = [...document.querySelectorAll('img[loading="lazy"]')];
@@ -407,13 +406,13 @@ def visit(page, recorder: Recorder, url: str, expected: Expectation, axe=None, m
         result.add("requests", f"the page did not load: {error}")
         return result
     check_math(page, result, expected, math_timeout_ms)
+    if axe is not None:  # before scrolling: the header's title fades while the page moves
+        for problem in axe_violations(page, axe):
+            result.add("accessibility", problem)
     page.evaluate(SCROLL_JS)  # a reader scrolls through: the figures they see load
     recorder.settle()  # the search index and MathJax's fonts count too
     result.bytes, result.requests = recorder.bytes, recorder.requests
     check_images(page, result, expected)
-    if axe is not None:
-        for problem in axe_violations(page, axe):
-            result.add("accessibility", problem)
     for error in recorder.errors:
         result.add("console", error)
     for failure in recorder.failed:
