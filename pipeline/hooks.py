@@ -150,8 +150,8 @@ def on_post_page(output, page, config):
     name = _notebook_name(page)
     if name is None:
         return output
-    root = get_relative_url(".", page.url)  # the shared notebook CSS lives under the site root
-    return notebook_pages.clean(output, list(RESULTS[name].figures.values()), root)
+    root = get_relative_url(".", page.url)  # the shared CSS and the figures live under the root
+    return notebook_pages.clean(output, RESULTS[name].figures, root, name)
 
 
 def on_post_build(config):

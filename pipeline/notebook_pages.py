@@ -126,13 +126,41 @@ def write_stylesheets(site_dir: str | Path) -> list[Path]:
     return written
 
 
-def clean(html: str, figures: list[dict], root: str | None = None) -> str:
-    """The page without CDN tags, with each figure's own alt text and, given ``root`` (the
-    relative URL of the site root), with its inline notebook CSS moved to a shared file."""
+OUTPUT_PNG = re.compile(
+    r'<img alt="No description has been provided for this image"[^>]*?src="data:image/png;[^"]*"[^>]*>'
+)
+
+
+def _figure_images(html: str, snippet: str, figures: dict, root: str) -> str:
+    """Each output PNG becomes the snippet's own SVG of that figure, for both palettes: the
+    same figure the run saved (in the same order), a fraction of the bytes, cached across pages."""
+    keys = iter(figures)
+
+    def replace(match: re.Match) -> str:
+        key = next(keys, None)
+        if key is None:
+            return match.group(0)
+        alt = escape(figures[key]["alt"], quote=True)
+        stem = f"{root.rstrip('/')}/figures/{snippet}/{key}"
+        return (
+            f'<img alt="{alt}" loading="lazy" src="{stem}.svg#only-light">'
+            f'<img alt="{alt}" loading="lazy" src="{stem}-dark.svg#only-dark">'
+        )
+
+    return OUTPUT_PNG.sub(replace, html)
+
+
+def clean(html: str, figures: dict, root: str | None = None, snippet: str | None = None) -> str:
+    """The page without CDN tags and with each figure's own alt text. Given ``root`` (the
+    relative URL of the site root) and the ``snippet``'s name, its figures are the snippet's
+    SVGs and its inline notebook CSS moves to a shared file. ``figures`` maps figure keys to
+    ``{"alt": ...}`` in the order the snippet saved them."""
     html = CDN_TAGS.sub("", html)
     html = MODULE_SCRIPTS.sub(_module_script, html)
     html = html.replace(CODE_CELL, '<div tabindex="0" class="highlight-ipynb')
-    for figure in figures[: html.count(DEFAULT_ALT)]:
+    if root is not None and snippet is not None:
+        html = _figure_images(html, snippet, figures, root)
+    for figure in list(figures.values())[: html.count(DEFAULT_ALT)]:
         alt = escape(figure["alt"], quote=True)
         html = html.replace(DEFAULT_ALT, f'alt="{alt}"', 1)
     if root is not None:

@@ -112,8 +112,8 @@ def test_notebook_pages_show_their_outputs_and_figures(built_site, snippet_resul
     assert not bad, f"{name}.ipynb shows an error or stderr output: {bad[0]}"
     html = (folder / "index.html").read_text(encoding="utf-8")
     assert re.search(r'class="[^"]*jp-OutputArea-output', html), f"notebook page {name} shows no outputs"
-    figures = sum(
-        1 for image in parse(folder / "index.html").images if image.get("src", "").startswith("data:image/")
-    )
+    sources = [image.get("src", "") for image in parse(folder / "index.html").images]
+    # the output PNGs are replaced by the snippet's SVGs, one light and one dark copy each
+    figures = sum(1 for src in sources if f"figures/{name}/" in src and "-dark.svg" not in src)
     expected = len(snippet_results[name].figures)
     assert figures == expected, f"notebook page {name} shows {figures} figures, the snippet saved {expected}"

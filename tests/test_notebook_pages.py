@@ -12,7 +12,7 @@ PAGE = """<html><head></head><body><article>
 
 
 def test_clean_removes_cdn_tags_and_gives_each_figure_its_alt_text():
-    figures = [{"alt": 'Loss "before" < after.'}, {"alt": "Second figure."}]
+    figures = {"loss": {"alt": 'Loss "before" < after.'}, "second": {"alt": "Second figure."}}
     html = notebook_pages.clean(PAGE, figures)
     assert "cdnjs" not in html
     assert 'alt="Loss &quot;before&quot; &lt; after."' in html and 'alt="Second figure."' in html
@@ -20,7 +20,7 @@ def test_clean_removes_cdn_tags_and_gives_each_figure_its_alt_text():
 
 
 def test_the_stylesheet_is_shared_and_loses_unused_widget_rules(tmp_path):
-    html = notebook_pages.clean(PAGE, [], root="../..")
+    html = notebook_pages.clean(PAGE, {}, root="../..")
     assert "<style>" not in html and 'rel="stylesheet" href="../../assets/notebook.' in html
     (written,) = notebook_pages.write_stylesheets(tmp_path)
     css = written.read_text()
@@ -34,3 +34,11 @@ def test_drop_unused_rules_filters_inside_media_blocks_and_keeps_other_at_rules(
         notebook_pages.drop_unused_rules(css)
         == ".a{ color: red }\n@media (x) { .k {c:d} }\n@font-face { src: x }\n.p { x:y }"
     )
+
+
+def test_output_pngs_become_the_snippets_svgs_for_both_palettes():
+    figures = {"loss": {"alt": "First."}, "second": {"alt": "Second."}}
+    html = notebook_pages.clean(PAGE, figures, root="../..", snippet="demo")
+    assert "data:image/png" not in html
+    assert '<img alt="First." loading="lazy" src="../../figures/demo/loss.svg#only-light">' in html
+    assert 'src="../../figures/demo/second-dark.svg#only-dark"' in html
