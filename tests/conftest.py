@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "snippets"))  # import gradlab
@@ -32,11 +33,6 @@ def built_site(snippet_results, tmp_path_factory):
 
 
 # CI (which sets CI=true) derandomizes Hypothesis so a run is reproducible; locally it explores.
-try:
-    from hypothesis import settings
-
-    settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
-    if os.environ.get("CI"):
-        settings.load_profile("ci")
-except ImportError:  # pragma: no cover - hypothesis is in requirements-dev.txt
-    pass
+settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
