@@ -80,3 +80,17 @@ def test_drift_detector_reports_new_and_vanished_numbers(snippet_results, tmp_pa
     problems = record.drift(result.document, recorded, docs=tmp_path)
     assert any("is new: not recorded yet" in p for p in problems)
     assert any("no_longer_computed was recorded but the snippet no longer computes it" in p for p in problems)
+
+
+def test_changing_a_snippets_constant_fails_the_drift_test(tmp_path):
+    """End to end: the same snippet with its random seed shifted by one, run by the runner,
+    no longer matches its recorded numbers, and the message names the chapter that quotes them."""
+    source = (runner.SNIPPETS / "saturation.py").read_text(encoding="utf-8")
+    changed = source.replace("np.random.default_rng(args.seed)", "np.random.default_rng(args.seed + 1)")
+    assert changed != source, "saturation.py no longer seeds its generator with args.seed"
+    path = tmp_path / "saturation.py"  # same name, so the recorded numbers and quotes apply
+    path.write_text(changed, encoding="utf-8")
+    result = runner.run_one(path, cache=tmp_path / "cache")
+    problems = record.drift(result.document, record.load("saturation"))
+    assert problems, "a changed constant moved no recorded number"
+    assert any("drifted" in p and "saturating-sigmoids.md" in p for p in problems), problems
