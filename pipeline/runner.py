@@ -77,7 +77,8 @@ def cache_key(path: Path) -> str:
 
 
 def to_notebook(path: Path):
-    """Read a percent-format script as a notebook; its docstring becomes a Markdown cell."""
+    """Read a percent-format script as a notebook; its docstring becomes a Markdown cell whose
+    first line is the notebook's title (a heading)."""
     import jupytext
     import nbformat
 
@@ -86,7 +87,8 @@ def to_notebook(path: Path):
     source = first.source if first is not None and first.cell_type == "code" else ""
     docstring = re.fullmatch(r'\s*r?"""(.*?)"""\s*', source, re.S)
     if docstring:
-        text = docstring.group(1).strip()
+        title, _, rest = docstring.group(1).strip().partition("\n")
+        text = f"# {title.strip().rstrip('.')}\n\n{rest.strip()}".strip()  # the page's heading
         notebook.cells[0] = nbformat.v4.new_markdown_cell(text)
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
     return notebook

@@ -83,4 +83,4 @@ def test_docstring_becomes_the_notebook_title_cell(tmp_path):
     path.write_text(OK.format(value=1))
     notebook = runner.to_notebook(path)
     assert notebook.cells[0].cell_type == "markdown"
-    assert notebook.cells[0].source == "A tiny snippet."
+    assert notebook.cells[0].source == "# A tiny snippet"
