@@ -20,7 +20,7 @@ from mkdocs.structure.files import File
 from mkdocs.utils import get_relative_url
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from pipeline import macros, notebook_pages, runner
+from pipeline import macros, notebook_pages, runner, scaffold
 
 PAGES = runner.ROOT / ".cache" / "pages" / str(os.getpid())  # src_dir of the notebook pages
 RESULTS: dict[str, runner.Result] = {}
@@ -33,17 +33,10 @@ def _title(path: Path) -> str:
     return match.group(1).split(":")[0].strip().rstrip(".") if match else path.stem
 
 
-def _pages(nav) -> list[str]:
-    """The Markdown files of the navigation, in order."""
-    for entry in nav:
-        value = next(iter(entry.values())) if isinstance(entry, dict) else entry
-        yield from _pages(value) if isinstance(value, list) else [value]
-
-
 def _chapter_order(config, names) -> list[str]:
     """Snippet names in the order the chapters in the navigation first quote them."""
     order = []
-    for page in _pages(config.nav or []):
+    for _, page in scaffold.walk_nav(config.nav):
         if page == "index.md":  # the start page quotes headline numbers out of chapter order
             continue
         path = Path(config.docs_dir) / page

@@ -261,7 +261,7 @@ def add_to_nav(text: str, page: str, section: str = DRAFTS) -> str:
     return "".join(lines)
 
 
-def _nav_pages(nav, section=None):
+def walk_nav(nav, section=None):
     """Every ``(section title, page path)`` in a loaded nav."""
     for item in nav or []:
         if isinstance(item, str):
@@ -269,14 +269,14 @@ def _nav_pages(nav, section=None):
         elif isinstance(item, dict):
             for title, value in item.items():
                 if isinstance(value, list):
-                    yield from _nav_pages(value, title if section is None else section)
+                    yield from walk_nav(value, title if section is None else section)
                 else:
                     yield section, value
 
 
 def nav_pages(mkdocs_text: str) -> list[tuple[str | None, str]]:
     """``[(top-level section, page)]`` for every page in ``mkdocs.yml``'s nav."""
-    return list(_nav_pages((load_yaml(mkdocs_text) or {}).get("nav")))
+    return list(walk_nav((load_yaml(mkdocs_text) or {}).get("nav")))
 
 
 # --------------------------------------------------------------------------- the contributing guide

@@ -4,9 +4,8 @@ source: the sections in order, a figure from a snippet, the snippet's notebook l
 import re
 
 import pytest
-import yaml
 
-from pipeline import macros, runner
+from pipeline import macros, runner, scaffold
 
 DOCS = runner.ROOT / "docs"
 NOT_CHAPTERS = {"index.md", "contributing.md"}
@@ -20,15 +19,9 @@ SECTIONS = [
 ]
 
 
-def nav_pages(entries):
-    for entry in entries:
-        value = next(iter(entry.values())) if isinstance(entry, dict) else entry
-        yield from nav_pages(value) if isinstance(value, list) else [value]
-
-
 def chapters() -> list[str]:
-    config = yaml.load((runner.ROOT / "mkdocs.yml").read_text(), Loader=yaml.BaseLoader)
-    return [page for page in nav_pages(config["nav"]) if page not in NOT_CHAPTERS]
+    config = (runner.ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    return [page for _, page in scaffold.nav_pages(config) if page not in NOT_CHAPTERS]
 
 
 @pytest.mark.parametrize("page", chapters())
