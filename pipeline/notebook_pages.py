@@ -9,8 +9,9 @@
   image": replaced by the alt text the snippet gave each figure, in the order they were saved.
 * mkdocs-jupyter inlines the same ~575 kB of CSS (JupyterLab's theme and pygments) as ``<style>``
   blocks into every notebook page: moved into one shared file, ``assets/notebook.HASH.css``,
-  that every notebook page links, so a browser downloads it once and caches it. The hash in
-  the name changes whenever the CSS does, so a cached copy is never stale.
+  that every notebook page links, so a browser downloads it once and caches it. It is purged
+  to the rules and theme variables the notebook pages can use (197 kB of CSS become a few),
+  and the hash in its name changes whenever it does, so a cached copy is never stale.
 * A notebook code cell that is wider than the page scrolls sideways: it gets ``tabindex="0"``
   so that a keyboard can scroll it too (as Material does for its own code blocks).
 """
@@ -19,6 +20,8 @@ import hashlib
 import re
 from html import escape
 from pathlib import Path
+
+import tinycss2
 
 CDN_TAGS = re.compile(
     r"<script[^>]*\bsrc=\"(?:https?:)?//[^\"]*\"[^>]*>\s*</script>"  # require.js and friends
@@ -34,8 +37,9 @@ ARTICLE = re.compile(r"<article\b.*?</article>", re.S)
 STYLE = re.compile(r"<style[^>]*>(.*?)</style>\s*", re.S)
 STYLESHEET_FOLDER = "assets"
 
-#: ``{site-relative path: CSS}`` of the shared notebook stylesheets of the current build.
-STYLESHEETS: dict[str, str] = {}
+#: ``{hash of the CSS: {"css": CSS, "classes": the classes of the pages that use it}}`` of the
+#: current build.
+STYLESHEETS: dict[str, dict] = {}
 
 
 REMOTE_IMPORT = re.compile(r"import\(\s*[\"'`](?:https?:)?//")
@@ -46,57 +50,132 @@ def _module_script(match: re.Match) -> str:
     return "" if REMOTE_IMPORT.search(match.group(0)) else match.group(0)
 
 
-# JupyterLab's stylesheet styles a whole application; a static notebook page uses none of its
-# widget toolkits (Blueprint, Lumino) or editor and file-browser chrome: two thirds of its bytes.
-UNUSED_CLASS_PREFIXES = (
-    "bp3-", "lm-", "p-", "CodeMirror", "cm-", "jp-Dialog", "jp-DirListing", "jp-FileBrowser",
-    "jp-Toolbar", "jp-Statusbar", "jp-switch", "jp-JSONEditor", "jp-MainAreaWidget", "jp-dragImage",
-)  # fmt: skip
-CLASS = re.compile(r"\.(-?[_a-zA-Z][\w-]*)")
+CLASS_ATTRIBUTE = re.compile(r'\bclass="([^"]*)"')
+VAR_REFERENCE = re.compile(r"var\(\s*(--[\w-]+)")
+PLACEHOLDER = "notebook.@{}@.css"  # the link's name until the stylesheet's final hash is known
 
 
-def drop_unused_rules(css: str) -> str:
-    """The stylesheet without selectors that name a class of UNUSED_CLASS_PREFIXES; a rule
-    whose selectors all go is dropped, @media and @supports blocks are filtered inside."""
-    out, i = [], 0
-    while (brace := css.find("{", i)) != -1:
-        prelude = css[i:brace]
-        if prelude.strip().startswith("@"):
-            depth, end = 0, brace
-            for end in range(brace, len(css)):
-                depth += {"{": 1, "}": -1}.get(css[end], 0)
-                if depth == 0:
-                    break
-            body = css[brace + 1 : end]
-            if prelude.strip().startswith(("@media", "@supports")):
-                body = drop_unused_rules(body)
-                if body.strip():
-                    out.append(f"{prelude}{{{body}}}")
+def _selectors(prelude: list) -> list[list]:
+    """A rule's selector list, split at its top-level commas (commas inside ``:is()`` stay)."""
+    selectors = [[]]
+    for token in prelude:
+        if token.type == "literal" and token.value == ",":
+            selectors.append([])
+        else:
+            selectors[-1].append(token)
+    return selectors
+
+
+def _classes(tokens: list) -> set[str]:
+    """The class names a selector requires: ``.name`` anywhere except inside ``:not()``."""
+    names, after_dot = set(), False
+    for token in tokens:
+        if token.type == "ident" and after_dot:
+            names.add(token.value)
+        elif token.type == "function" and token.lower_name != "not":
+            names |= _classes(token.arguments)
+        after_dot = token.type == "literal" and token.value == "."
+    return names
+
+
+def _declarations(rule) -> list:
+    return [
+        node
+        for node in tinycss2.parse_blocks_contents(rule.content, skip_comments=True, skip_whitespace=True)
+        if node.type == "declaration"
+    ]
+
+
+def _keep(rules: list, used: set[str]) -> list:
+    """``(selectors, declarations)`` of the rules a page can match and ``(at-rule, children)``."""
+    kept = []
+    for rule in rules:
+        if rule.type == "qualified-rule":
+            selectors = [s for s in _selectors(rule.prelude) if _classes(s) <= used]
+            if selectors:
+                text = ",".join(tinycss2.serialize(s).strip() for s in selectors)
+                kept.append((text, _declarations(rule)))
+        elif rule.type == "at-rule" and rule.lower_at_keyword in ("media", "supports") and rule.content:
+            children = _keep(tinycss2.parse_rule_list(rule.content, True, True), used)
+            if children:
+                kept.append((rule, children))
+        elif rule.type == "at-rule":
+            kept.append((rule, None))
+    return kept
+
+
+def _walk(kept: list):
+    for head, body in kept:
+        if isinstance(head, str):
+            yield head, body
+        elif body is not None:
+            yield from _walk(body)
+
+
+def _referenced(kept: list) -> set[str]:
+    """The custom properties (``--name``) that a kept rule uses, directly or through another one."""
+    definitions: dict[str, list[str]] = {}
+    wanted: set[str] = set()
+    for head, body in kept:
+        if not isinstance(head, str) and body is None:  # @font-face, @keyframes: used as they are
+            wanted |= set(VAR_REFERENCE.findall(tinycss2.serialize([head])))
+    for _, declarations in _walk(kept):
+        for declaration in declarations:
+            value = tinycss2.serialize(declaration.value)
+            if declaration.name.startswith("--"):
+                definitions.setdefault(declaration.name, []).append(value)
             else:
-                out.append(css[i : end + 1])
-            i = end + 1
-            continue
-        end = css.find("}", brace)
-        end = len(css) - 1 if end == -1 else end
-        selectors = [
-            selector
-            for selector in prelude.split(",")
-            if not any(name.startswith(UNUSED_CLASS_PREFIXES) for name in CLASS.findall(selector))
-        ]
-        if selectors:
-            out.append(",".join(selectors) + css[brace : end + 1])
-        i = end + 1
-    out.append(css[i:])
-    return "".join(out)
+                wanted |= set(VAR_REFERENCE.findall(value))
+    todo = list(wanted)
+    while todo:
+        for value in definitions.get(todo.pop(), []):
+            for name in VAR_REFERENCE.findall(value):
+                if name not in wanted:
+                    wanted.add(name)
+                    todo.append(name)
+    return wanted
+
+
+def _serialize(kept: list, wanted: set[str]) -> str:
+    out = []
+    for head, body in kept:
+        if isinstance(head, str):
+            declarations = [
+                f"{d.name}:{tinycss2.serialize(d.value).strip()}{'!important' if d.important else ''}"
+                for d in body
+                if not d.name.startswith("--") or d.name in wanted
+            ]
+            if declarations:
+                out.append(f"{head}{{{';'.join(declarations)}}}")
+        elif body is None:
+            out.append(tinycss2.serialize([head]))
+        elif inner := _serialize(body, wanted):
+            out.append(f"@{head.at_keyword}{tinycss2.serialize(head.prelude).rstrip()}{{{inner}}}")
+    return "\n".join(out)
+
+
+def purge(css: str, used: set[str]) -> str:
+    """The stylesheet as far as pages using only the classes ``used`` can tell.
+
+    JupyterLab's stylesheet styles a whole application: widget toolkits, editors, file browsers
+    and some 900 theme variables. A static notebook page uses a few dozen of its classes. Kept:
+    selectors whose classes are all in ``used`` (a class under ``:not()`` does not count), the
+    ``@media`` and ``@supports`` blocks that still hold a rule, every other at-rule as it is,
+    and the custom properties the kept rules use, directly or through one another.
+    """
+    kept = _keep(tinycss2.parse_stylesheet(css, skip_comments=True, skip_whitespace=True), used)
+    return _serialize(kept, _referenced(kept)) + "\n"
 
 
 def shared_stylesheet(html: str, root: str) -> str:
     """Move the page content's ``<style>`` blocks into one shared stylesheet and link it.
 
-    ``root`` is the relative URL from the page to the site root (``"../.."``). The CSS is kept
-    in :data:`STYLESHEETS` until :func:`write_stylesheets` writes it. mkdocs-jupyter also writes
-    the repr of a Python list of its pygments CSS inside a ``<style>`` (``['pre {...}\\n...']``):
-    its selectors are all invalid or escaped, so it styles nothing, and it is dropped.
+    ``root`` is the relative URL from the page to the site root (``"../.."``). The CSS and the
+    classes the page uses are kept in :data:`STYLESHEETS` until :func:`write_stylesheets`
+    purges the CSS down to what the pages use and writes it; until then the link names a
+    placeholder. mkdocs-jupyter also writes the repr of a Python list of its pygments CSS inside
+    a ``<style>`` (``['pre {...}\\n...']``): its selectors are all invalid or escaped, so it styles
+    nothing, and it is dropped.
     """
     article = ARTICLE.search(html)
     if article is None:
@@ -104,10 +183,13 @@ def shared_stylesheet(html: str, root: str) -> str:
     blocks = [block for block in STYLE.findall(article.group(0)) if not block.lstrip().startswith("['")]
     if not blocks:
         return html
-    css = drop_unused_rules("\n".join(block.strip() for block in blocks)) + "\n"
-    path = f"{STYLESHEET_FOLDER}/notebook.{hashlib.sha256(css.encode()).hexdigest()[:8]}.css"
-    STYLESHEETS[path] = css
-    link = f'<link rel="stylesheet" href="{root.rstrip("/")}/{path}">\n'
+    css = "\n".join(block.strip() for block in blocks) + "\n"
+    key = hashlib.sha256(css.encode()).hexdigest()[:8]
+    entry = STYLESHEETS.setdefault(key, {"css": css, "classes": set()})
+    for names in CLASS_ATTRIBUTE.findall(html):
+        entry["classes"].update(names.split())
+    href = f"{root.rstrip('/')}/{STYLESHEET_FOLDER}/{PLACEHOLDER.format(key)}"
+    link = f'<link rel="stylesheet" href="{href}">\n'
     content = article.group(0)
     first = STYLE.search(content)
     content = content[: first.start()] + link + STYLE.sub("", content[first.start() :])
@@ -115,13 +197,24 @@ def shared_stylesheet(html: str, root: str) -> str:
 
 
 def write_stylesheets(site_dir: str | Path) -> list[Path]:
-    """Write the shared stylesheets collected during the build; forget them for the next one."""
-    written = []
-    for path, css in STYLESHEETS.items():
-        target = Path(site_dir) / path
+    """Write each shared stylesheet collected during the build, purged to the classes its pages
+    use and named by the hash of what is written (a cached copy is never stale); point the
+    pages' links at it; forget the stylesheets for the next build."""
+    site, written, names = Path(site_dir), [], {}
+    for key, entry in STYLESHEETS.items():
+        css = purge(entry["css"], entry["classes"])
+        target = site / STYLESHEET_FOLDER / f"notebook.{hashlib.sha256(css.encode()).hexdigest()[:8]}.css"
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(css, encoding="utf-8")
         written.append(target)
+        names[PLACEHOLDER.format(key)] = target.name
+    if names:
+        for page in site.rglob("*.html"):
+            html = page.read_text(encoding="utf-8")
+            if "notebook.@" in html:
+                for placeholder, name in names.items():
+                    html = html.replace(placeholder, name)
+                page.write_text(html, encoding="utf-8")
     STYLESHEETS.clear()
     return written
 

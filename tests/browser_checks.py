@@ -516,6 +516,6 @@ def weight_table(rows: list[tuple], warm: bool = False) -> str:
         lines.append(line + (f" {pick([row[3] for row in rows]) / 1000:>8.1f} kB" if warm else ""))
     lines.append(
         f"targets: no first visit over {PAGE_LIMIT_BYTES / 1e6:.1f} MB; "
-        f"median {'next' if warm else 'first'} visit under {MEDIAN_LIMIT_BYTES / 1000:.0f} kB"
+        f"median first visit under {MEDIAN_LIMIT_BYTES / 1000:.0f} kB"
     )
     return "\n".join(lines)

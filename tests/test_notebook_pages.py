@@ -1,4 +1,6 @@
-"""pipeline/notebook_pages.py: CDN tags removed, real alt text, the stylesheet shared and slimmed."""
+"""pipeline/notebook_pages.py: CDN tags removed, real alt text, the stylesheet shared and purged."""
+
+import hashlib
 
 from pipeline import notebook_pages
 
@@ -19,20 +21,40 @@ def test_clean_removes_cdn_tags_and_gives_each_figure_its_alt_text():
     assert "No description" not in html
 
 
-def test_the_stylesheet_is_shared_and_loses_unused_widget_rules(tmp_path):
-    html = notebook_pages.clean(PAGE, {}, root="../..")
-    assert "<style>" not in html and 'rel="stylesheet" href="../../assets/notebook.' in html
+def test_the_stylesheet_is_shared_purged_and_named_by_its_hash(tmp_path):
+    html = notebook_pages.clean(PAGE.replace("<article>", '<article class="jp-Cell">'), {}, root="../..")
+    assert "<style>" not in html and 'rel="stylesheet" href="../../assets/notebook.@' in html
+    page = tmp_path / "notebooks" / "demo" / "index.html"
+    page.parent.mkdir(parents=True)
+    page.write_text(html)
     (written,) = notebook_pages.write_stylesheets(tmp_path)
     css = written.read_text()
-    assert ".jp-Cell" in css and ".jp-OutputArea" in css
-    assert "bp3-" not in css and "lm-Widget" not in css
+    assert ".jp-Cell{margin:0}" in css  # the page uses it
+    assert "jp-OutputArea" not in css and "bp3-" not in css and "lm-Widget" not in css
+    assert written.name == f"notebook.{hashlib.sha256(css.encode()).hexdigest()[:8]}.css"
+    assert f'href="../../assets/{written.name}"' in page.read_text()
+    assert notebook_pages.STYLESHEETS == {}  # forgotten for the next build
 
 
-def test_drop_unused_rules_filters_inside_media_blocks_and_keeps_other_at_rules():
-    css = ".a, .bp3-x { color: red }\n@media (x) { .lm-y {a:b} .k {c:d} }\n@font-face { src: x }\n.p { x:y }"
+def test_purge_keeps_the_selectors_whose_classes_a_page_uses():
+    css = ".a, .b { color: red } .a .b, .a:not(.b) { x: y } .a:is(.c, .b) { z: w } p { m: n }"
+    assert notebook_pages.purge(css, {"a"}) == ".a{color:red}\n.a:not(.b){x:y}\np{m:n}\n"
+    assert ".a:is(.c, .b){z:w}" in notebook_pages.purge(css, {"a", "b", "c"})
+
+
+def test_purge_filters_inside_media_blocks_and_keeps_other_at_rules():
+    css = "@media (x) { .lm-y {a:b} .k {c:d} } @media (y) { .gone {a:b} } @font-face { src: url(a;b) }"
+    assert notebook_pages.purge(css, {"k"}) == "@media (x){.k{c:d}}\n@font-face { src: url(a;b) }\n"
+
+
+def test_purge_keeps_only_the_custom_properties_the_kept_rules_use():
+    css = (
+        ":root { --used: var(--through); --through: 1px; --unused: 2px; --also-unused: var(--used) }"
+        " .k { margin: var(--used) } .gone { padding: var(--unused) } .empty { --unused: 3px }"
+    )
     assert (
-        notebook_pages.drop_unused_rules(css)
-        == ".a{ color: red }\n@media (x) { .k {c:d} }\n@font-face { src: x }\n.p { x:y }"
+        notebook_pages.purge(css, {"k", "empty"})
+        == ":root{--used:var(--through);--through:1px}\n.k{margin:var(--used)}\n"
     )
 
 
