@@ -43,9 +43,10 @@ def measure(site: Path) -> list[tuple[str, int, int, int]]:
         context = browser.new_context()
         page = context.new_page()
         recorder = checks.Recorder(page, origin)
-        page.goto(base, wait_until="networkidle")
-        for name, url, path in pages:
-            following[name] = checks.next_visit_bytes(page, recorder, url, checks.expectation(path))
+        expected = {url: checks.expectation(path) for _, url, path in pages}
+        checks.warm_up(page, expected)
+        for name, url, _ in pages:
+            following[name] = checks.next_visit_bytes(page, recorder, url, expected[url])
         context.close()
         browser.close()
     return [(name, *first[name], following[name]) for name, _, _ in pages]

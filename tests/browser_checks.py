@@ -423,6 +423,18 @@ def visit(page, recorder: Recorder, url: str, expected: Expectation, axe=None, m
     return result
 
 
+def warm_up(page, pages: dict[str, Expectation]) -> None:
+    """Fill the browser's cache with the files pages share: visit the first page, the first page
+    with math (MathJax and its fonts) and the first notebook page (the notebook stylesheet). They
+    are visited with a query string, so their own HTML is not cached; their figures are."""
+    urls = list(pages)[:1]
+    urls += [next((url for url, e in pages.items() if e.math), urls[0])]
+    urls += [next((url for url, e in pages.items() if e.notebook), urls[0])]
+    for url in dict.fromkeys(urls):
+        page.goto(f"{url}?warm-up", wait_until="networkidle")
+        wait_for_math(page, pages[url].math, timeout_ms=4000)
+
+
 def next_visit_bytes(page, recorder: Recorder, url: str, expected: Expectation) -> int:
     """Bytes a page costs when the browser has the site's shared files cached already (they are
     served with max-age, as the host does): a reader who arrives from another page."""

@@ -86,7 +86,7 @@ def visits(browser, server, site_pages):
     page = context.new_page()
     recorder = checks.Recorder(page, origin(server))
     try:
-        page.goto(server, wait_until="networkidle")  # a reader arrives: the shared files are cached
+        checks.warm_up(page, site_pages)  # a reader who has seen a chapter and a notebook before
         for result in visits:
             result.next_bytes = checks.next_visit_bytes(page, recorder, result.url, site_pages[result.url])
     finally:
