@@ -1,5 +1,6 @@
 """Every chapter in the navigation meets the chapter contract (../shared/CHAPTERS.md) in its
-source: the sections in order, a figure from a snippet, the snippet's notebook linked."""
+source: the sections in order, a figure from a snippet, the snippet's notebook linked, and every
+command line it gives the reader accepted by that snippet."""
 
 import re
 
@@ -47,3 +48,44 @@ def test_chapter_shows_a_figure_and_links_its_notebooks(page):
         assert f"notebooks/{name}.ipynb" in run_it, (
             f"{page} quotes {name} but 'Run it yourself' does not link it"
         )
+
+
+TRY_IT_COMMAND = re.compile(r"`python snippets/([a-z][a-z0-9_]*)\.py((?: [^`]*)?)`")
+
+
+class _Parsed(Exception):
+    """Raised once a snippet has parsed its arguments: the rest of it need not run."""
+
+
+def try_it_commands() -> list:
+    commands = []
+    for page in [*chapters(), "index.md"]:
+        for number, line in enumerate((DOCS / page).read_text(encoding="utf-8").splitlines(), 1):
+            for match in TRY_IT_COMMAND.finditer(line):
+                commands.append(pytest.param(match[1], match[2].strip(), id=f"{page}:{number}"))
+    return commands
+
+
+@pytest.mark.parametrize(("name", "arguments"), try_it_commands())
+def test_every_command_a_chapter_gives_is_accepted_by_its_snippet(name, arguments, monkeypatch):
+    """`python snippets/NAME.py ARGS` in a chapter's prose: the snippet exists and its own parser
+    accepts ARGS (a renamed or removed option would leave an exercise that fails)."""
+    import runpy
+
+    from gradlab import snippet
+
+    path = runner.SNIPPETS / f"{name}.py"
+    assert path.is_file(), f"no snippet {path.name}"
+    real_parse = snippet.parse
+
+    def parse_then_stop(argument_parser):
+        raise _Parsed(real_parse(argument_parser))
+
+    monkeypatch.setattr(snippet, "parse", parse_then_stop)
+    monkeypatch.setenv(snippet.NAME_ENV, name)
+    monkeypatch.setenv(snippet.ARGV_ENV, arguments)
+    with pytest.raises(_Parsed):  # it got as far as its parsed arguments
+        try:
+            runpy.run_path(str(path), run_name="__main__")
+        except SystemExit as error:
+            pytest.fail(f"{name}.py rejects '{arguments}' (exit {error.code}); see its --help")
