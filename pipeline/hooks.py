@@ -51,6 +51,7 @@ def _chapter_order(config, names) -> list[str]:
 
 
 def on_config(config):
+    notebook_pages.STYLESHEETS.clear()  # left over if the previous build under `serve` failed
     try:
         RESULTS.clear()
         RESULTS.update(runner.run_all())
