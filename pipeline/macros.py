@@ -5,7 +5,8 @@ In a chapter's Markdown:
 * ``{{ saturation.first_layer_ratio }}`` inserts a number; a Python format spec may follow a
   colon: ``{{ saturation.first_layer_ratio:.3g }}``, ``{{ dead_relu.dead_fraction:.1%}}``,
   ``{{ costs.n_params:,}}``. The spec ``.Nx`` writes scientific notation for prose,
-  ``3.2 × 10⁻¹¹`` (``.2x``); inside ``$...$`` math use ``.2e`` or ``.3g``.
+  ``3.2 × 10⁻¹¹`` (``.2x``); ``.Nt`` writes it for math, ``3.2 \times 10^{-11}`` (``.1t``),
+  to use inside ``$...$``.
 * ``{{ figure saturation.depth_norms }}`` inserts the figure for both palettes, its alt text
   and a caption linking to the snippet's notebook page.
 
@@ -26,14 +27,17 @@ class MacroError(Exception):
 
 
 def format_number(value, spec: str | None) -> str:
-    """Format ``value`` with a Python format spec, plus ``.Nx`` for ``a × 10ᵇ``."""
+    """Format ``value`` with a Python format spec, plus ``.Nx`` for ``a × 10ᵇ`` in prose and
+    ``.Nt`` for ``a \\times 10^{b}`` in TeX math."""
     if not spec:
         spec = ".3g" if isinstance(value, float) else ""
-    if spec.endswith("x"):
+    if spec.endswith(("x", "t")):
         mantissa, exponent = f"{value:{spec[:-1]}e}".split("e")
         power = int(exponent)
         if power == 0:
             return mantissa
+        if spec.endswith("t"):
+            return f"10^{{{power}}}" if mantissa == "1" else f"{mantissa} \\times 10^{{{power}}}"
         return f"{mantissa} × 10{str(power).translate(SUPERSCRIPT)}"
     return format(value, spec)
 

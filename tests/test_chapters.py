@@ -89,3 +89,22 @@ def test_every_command_a_chapter_gives_is_accepted_by_its_snippet(name, argument
             runpy.run_path(str(path), run_name="__main__")
         except SystemExit as error:
             pytest.fail(f"{name}.py rejects '{arguments}' (exit {error.code}); see its --help")
+
+
+MATH = re.compile(r"\$\$.*?\$\$|\$[^$\n]+\$", re.S)
+PROSE_NOTATION = re.compile(r"\d[eE][-+]?\d|×|[⁻⁰¹²³⁴⁵⁶⁷⁸⁹]")
+
+
+@pytest.mark.parametrize("page", [*chapters(), "index.md"])
+def test_numbers_inside_math_are_written_for_tex(page, snippet_results):
+    """A number quoted inside ``$...$`` uses ``.Nt`` (``3.2 \\times 10^{-11}``), not ``1e-06``
+    (which TeX typesets as "1e − 06") or the prose notation ``.Nx`` (``3.2 × 10⁻¹¹``)."""
+    text = (DOCS / page).read_text(encoding="utf-8")
+    wrong = []
+    for math in MATH.finditer(text):
+        if macros.MACRO.search(math.group(0)):
+            rendered = macros.substitute(math.group(0), snippet_results, page)
+            if PROSE_NOTATION.search(rendered):
+                line = text.count("\n", 0, math.start()) + 1
+                wrong.append(f"{page}:{line}: {math.group(0)} renders as {rendered}")
+    assert not wrong, "use .Nt for numbers in math:\n" + "\n".join(wrong)
