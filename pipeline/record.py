@@ -26,10 +26,18 @@ def load(name: str) -> dict:
 
 
 def write(result: runner.Result) -> Path:
-    """Pin a result's numbers, one per line and sorted, so diffs read well."""
+    """Pin a result's numbers, one per line and sorted, so diffs read well. A recorded value
+    that the new one matches within its tolerance is kept as it is, so ``git diff`` shows only
+    the numbers that moved (not last-digit rounding noise)."""
     RECORDED.mkdir(parents=True, exist_ok=True)
     path = recorded_path(result.name)
-    path.write_text(json.dumps(result.numbers, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    recorded = load(result.name)
+    numbers = {}
+    for key, entry in result.document["numbers"].items():
+        old = recorded.get(key)
+        kept = old is not None and _close(entry["value"], old, entry["rtol"], entry["atol"])
+        numbers[key] = old if kept else entry["value"]
+    path.write_text(json.dumps(numbers, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return path
 
 

@@ -139,10 +139,11 @@ results.number("fit_initial_loss", losses["never reset"][0], "loss before the fi
 
 # %% [markdown]
 # ## An in-place step that never lands
-# A two-layer model whose first weight is stored transposed, so `W1` is a non-contiguous view. The
-# buggy step copies each parameter into a contiguous buffer, updates the buffer in place, and
-# never writes it back: for a contiguous parameter the "copy" is the parameter itself, for `W1` it
-# is a temporary. The check: after a step, every parameter's update norm must be non-zero.
+# A two-layer model whose first weight is stored transposed (column-major), so `W1` is not
+# C-contiguous. The buggy step copies each parameter into a contiguous buffer, updates the
+# buffer in place, and never writes it back: for a contiguous parameter the "copy" is the
+# parameter itself, for `W1` it is a temporary. The check: after a step, every parameter's
+# update norm must be non-zero.
 
 # %%
 X_in = rng.normal(size=(64, 5))
@@ -155,7 +156,7 @@ def model_loss(params):
 
 
 def step_in_place(param, grad):
-    param -= args.lr * grad  # writes through the view into the parameter's storage
+    param -= args.lr * grad  # writes into the parameter's own storage
 
 
 def step_via_contiguous_buffer(param, grad):
@@ -166,7 +167,7 @@ def step_via_contiguous_buffer(param, grad):
 names, curves = ["W1", "w2"], {}
 for label, step in (("in-place", step_in_place), ("contiguous buffer", step_via_contiguous_buffer)):
     rng_init = np.random.default_rng(args.seed)
-    params = [rng_init.normal(size=(4, 5)).T * 0.5, rng_init.normal(size=4) * 0.5]  # W1: a transposed view
+    params = [rng_init.normal(size=(4, 5)).T * 0.5, rng_init.normal(size=4) * 0.5]  # W1: column-major
     history = []
     for k in range(10 * args.steps):
         loss, grads = engine.value_and_grad(model_loss, params)

@@ -152,6 +152,8 @@ for name in LOSSES:
     ax.semilogy(history, label=LABELS[name])
 results.number("epochs", args.epochs, "gradient steps")
 results.number("rare_samples", RARE, "rare samples that use the third feature alone")
+results.number("w3_true", w_true[2], "the rare feature's true weight")
+results.number("w3_start", w_start[2], "the rare feature's weight at the start")
 results.number("lr", args.lr, "learning rate")
 results.number(
     "rare_start_error",

@@ -33,7 +33,7 @@ rng = np.random.default_rng(args.seed)
 VARIANTS = ("plain", "residual", "normalized")
 
 X = rng.uniform(-2, 2, size=(64, 2))
-y = (np.sin(2 * X[:, 0]) * np.cos(X[:, 1]))[:, None]  # a smooth target, variance about 1/4
+y = (np.sin(2 * X[:, 0]) * np.cos(X[:, 1]))[:, None]  # a smooth target in [-1, 1]
 init = models.init_mlp([2] + [args.width] * args.depth + [1], args.gain / np.sqrt(args.width), rng)
 init[0] = init[0] * np.sqrt(args.width / 2)  # the first layer's fan_in is 2, not width
 

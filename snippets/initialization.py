@@ -212,6 +212,12 @@ results.number(
     "largest relative disagreement of the methods",
     atol=1e-6,
 )
+results.number(
+    "check_exact_disagreement",
+    max(disagreement["reverse vs forward"], disagreement["reverse vs complex"]),
+    "largest relative disagreement of reverse mode with forward mode and the complex step",
+    atol=1e-9,
+)
 
 # %%
 results.save()

@@ -1,5 +1,6 @@
 """Every snippet: it meets the contract, and its numbers match the recorded ones."""
 
+import json
 import re
 import subprocess
 import sys
@@ -94,3 +95,18 @@ def test_changing_a_snippets_constant_fails_the_drift_test(tmp_path):
     problems = record.drift(result.document, record.load("saturation"))
     assert problems, "a changed constant moved no recorded number"
     assert any("drifted" in p and "saturating-sigmoids.md" in p for p in problems), problems
+
+
+def test_record_keeps_values_within_tolerance_and_rewrites_the_others(tmp_path, monkeypatch):
+    """`make record` leaves a number that only moved by rounding as it was recorded, so the diff
+    shows the numbers that really moved; new numbers are added, vanished ones dropped."""
+    monkeypatch.setattr(record, "RECORDED", tmp_path / "recorded")
+    record.RECORDED.mkdir()
+    record.recorded_path("demo").write_text(json.dumps({"steady": 1.0, "moved": 1.0, "gone": 5.0}))
+    entry = {"about": "", "rtol": 1e-6, "atol": 0.0}
+    numbers = {"steady": 1.0 + 1e-12, "moved": 2.0, "new": 3}
+    document = {"snippet": "demo", "numbers": {k: {**entry, "value": v} for k, v in numbers.items()}}
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "numbers.json").write_text(json.dumps({**document, "figures": {}}))
+    record.write(runner.Result("demo", tmp_path / "run", 0.0, False))
+    assert record.load("demo") == {"steady": 1.0, "moved": 2.0, "new": 3}
