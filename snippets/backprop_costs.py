@@ -70,7 +70,7 @@ results.number("n_smallest", n_params[0], "parameters of the smallest MLP")
 results.number("n_largest", n_params[-1], "parameters of the largest MLP")
 results.number("reverse_cost_min", min(relative_cost["reverse"]), "reverse: least flops / one evaluation")
 results.number("reverse_cost_max", max(relative_cost["reverse"]), "reverse: most flops / one evaluation")
-for name in ("forward", "central"):
+for name in ("reverse", "forward", "central"):
     results.number(
         f"{name}_cost_largest", relative_cost[name][-1], f"{name}: flops / one evaluation, largest n"
     )

@@ -54,7 +54,10 @@ def dead_masks(params, activation):
     return [(z <= 0).all(axis=0) for z in pre_activations]
 
 
-def train(lr, init="he", bias=0.0, activation="relu", eval_every=10):
+COUNT_EVERY = 10  # SGD steps between two counts of the dead units
+
+
+def train(lr, init="he", bias=0.0, activation="relu", eval_every=COUNT_EVERY):
     """Plain minibatch SGD; returns the final params, the dead fraction every `eval_every`
     steps, the final full-data loss and the dead masks seen along the way."""
     run_rng = np.random.default_rng(args.seed + 1)  # the same minibatches for every setting
@@ -103,11 +106,23 @@ for key, (label, (_, dead, loss, _)) in zip(KEYS, runs.items(), strict=True):
     results.number(f"dead_end_{key}", dead[-1], f"{label}: dead fraction at the end")
     results.number(f"loss_{key}", loss, f"{label}: final training loss", rtol=1e-4)
 
+# %% [markdown]
+# When do the large step's units die? Dead units (a count, not a fraction) at step 0, at the
+# first count after it, and the range over every count from then to the end.
+
+# %%
+counts = [int(sum(mask.sum() for mask in masks)) for masks in runs[list(SETTINGS)[2]][3]]
+results.number("count_every", COUNT_EVERY, "SGD steps between two counts of the dead units")
+results.number("dead_units_start_lr_large", counts[0], "large step: dead units at step 0")
+results.number("dead_units_first_count_lr_large", counts[1], "large step: dead units at the first count")
+results.number("dead_units_min_lr_large", min(counts[1:]), "large step: fewest dead units, first count on")
+results.number("dead_units_max_lr_large", max(counts[1:]), "large step: most dead units, first count on")
+
 # %%
 fig, ax = plt.subplots()
 plotted = list(runs.items())[:5]  # the ReLU runs; leaky ReLU's "dead" units are not stuck
 for label, (_, dead, _, _) in plotted:
-    ax.plot(np.arange(len(dead)) * 10, dead, label=label)
+    ax.plot(np.arange(len(dead)) * COUNT_EVERY, dead, label=label)
 ax.set(
     title="Hidden ReLU units dead on every training input",
     xlabel="SGD step",

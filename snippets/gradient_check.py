@@ -27,6 +27,7 @@ parser.add_argument(
 )
 args, results = snippet.parse(parser)
 rng = np.random.default_rng(args.seed)
+normwise = check.normwise_rel_error  # ||g - g_ref|| / ||g_ref|| over all parameters
 
 X = rng.normal(size=(16, 4))
 y = rng.normal(size=(16, 1))
@@ -54,14 +55,6 @@ results.number(
 )
 
 
-def normwise_error(grads, ref):
-    """||g - g_ref|| / ||g_ref|| over all parameters: one number, not dominated by tiny entries."""
-    difference = np.sqrt(
-        sum(np.sum((g.astype(np.float64) - r) ** 2) for g, r in zip(grads, ref, strict=True))
-    )
-    return float(difference / np.sqrt(sum(np.sum(r**2) for r in ref)))
-
-
 # %% [markdown]
 # ## The step-size trade-off
 # Central differences in float64 and float32 (the float32 reference is reverse mode in float64
@@ -77,15 +70,15 @@ reference32 = engine.grad(loss, [p.astype(np.float64) for p in params32])
 X32, y32 = X.astype(np.float32), y.astype(np.float32)
 errors = {"float64": [], "float32": [], "complex step": []}
 for h in steps:
-    errors["float64"].append(normwise_error(numerical.central_difference(loss, params, h=h), reference))
+    errors["float64"].append(normwise(numerical.central_difference(loss, params, h=h), reference))
     # below about eps * |x| a float32 step rounds away (x + h == x - h): no quotient to take
     float32_ok = h >= float32_min_step
     errors["float32"].append(
-        normwise_error(numerical.central_difference(lambda p: loss(p, X32, y32), params32, h=h), reference32)
+        normwise(numerical.central_difference(lambda p: loss(p, X32, y32), params32, h=h), reference32)
         if float32_ok
         else np.nan
     )
-    errors["complex step"].append(normwise_error(numerical.complex_step(loss, params, h=h), reference))
+    errors["complex step"].append(normwise(numerical.complex_step(loss, params, h=h), reference))
 
 for name in ("float64", "float32"):
     eps = np.finfo(name).eps
@@ -108,6 +101,11 @@ results.number(
 )
 results.number("eps_ratio", np.finfo(np.float32).eps / np.finfo(np.float64).eps, "float32 eps / float64 eps")
 results.number(
+    "predicted_error_ratio",
+    results.numbers["eps_ratio"]["value"] ** (2 / 3),
+    "(float32 eps / float64 eps)^(2/3), the best-error ratio the eps^(2/3) rule predicts",
+)
+results.number(
     "best_error_ratio",
     results.numbers["best_error_float32"]["value"] / results.numbers["best_error_float64"]["value"],
     "best float32 check error / best float64 check error",
@@ -117,7 +115,7 @@ tiny_step = 1e-200
 results.number("complex_tiny_h", tiny_step, "a step far below any cancellation threshold")
 results.number(
     "complex_tiny_h_error",
-    normwise_error(numerical.complex_step(loss, params, h=tiny_step), reference),
+    normwise(numerical.complex_step(loss, params, h=tiny_step), reference),
     "complex-step error with that step",
     atol=1e-13,
 )
@@ -185,13 +183,13 @@ results.number(
 small = numerical.central_difference(relu_loss, relu_params, h=args.kink_distance / small_step_factor)
 results.number(
     "kink_normwise_default_h",
-    normwise_error(numerical.central_difference(relu_loss, relu_params), relu_reference),
+    normwise(numerical.central_difference(relu_loss, relu_params), relu_reference),
     "norm-wise relative error, default step",
     rtol=1e-3,
 )
 results.number(
     "kink_normwise_small_h",
-    normwise_error(small, relu_reference),
+    normwise(small, relu_reference),
     "norm-wise relative error, the small step",
     atol=1e-5,
 )

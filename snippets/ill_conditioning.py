@@ -48,6 +48,11 @@ def rosenbrock(params):
     return (1 - x[0]) ** 2 + 100 * (x[1] - x[0] ** 2) ** 2
 
 
+def rosenbrock_eigenvalues(x):
+    """Eigenvalues (ascending) of Rosenbrock's Hessian at x, differentiated by hand."""
+    return np.linalg.eigvalsh([[2 - 400 * (x[1] - 3 * x[0] ** 2), -400 * x[0]], [-400 * x[0], 200]])
+
+
 kappa = args.kappa
 x0 = np.array([np.sqrt(kappa), 1.0])  # on the level set's diagonal: both terms of f equal
 lr_best = 2 / (1 + kappa)  # the best fixed step, 2 / (lambda_min + lambda_max)
@@ -151,7 +156,7 @@ results.figure(
 # Fixed steps and momentum are tuned with the Hessian's eigenvalues at the minimum.
 
 # %%
-rosen_min_eigs = np.linalg.eigvalsh(np.array([[802.0, -400.0], [-400.0, 200.0]]))
+rosen_min_eigs = rosenbrock_eigenvalues([1.0, 1.0])
 problems = {
     "quadratic": (fun_of(quadratic(kappa)), x0, 1.0, kappa),
     "rosenbrock": (fun_of(rosenbrock), np.array([-1.2, 1.0]), *rosen_min_eigs),
@@ -183,18 +188,26 @@ with np.errstate(over="ignore", invalid="ignore"):  # the heavy ball may diverge
             )
 results.number("max_iter", MAX_ITER, "iteration cap")
 results.number("gtol", GTOL, "gradient tolerance of the table")
+gd_predicted = np.log(np.sqrt(kappa) / GTOL) / -np.log1p(-1 / kappa)  # step 1/kappa from x0
+results.number("quadratic_gd_predicted", gd_predicted, "theory for the table's GD on the quadratic")
 results.number(
     "rosenbrock_gd_final_grad",
     traces["rosenbrock", "gd"].grad_norms[-1],
     "GD's |grad f| at the cap",
     rtol=1e-4,
 )
+results.number("rosenbrock_lambda_max", rosen_min_eigs[1], "Rosenbrock: largest Hessian eigenvalue at (1, 1)")
 results.number(
-    "rosenbrock_lambda_max", rosen_min_eigs[1], "largest Hessian eigenvalue at the Rosenbrock minimum"
+    "rosenbrock_lambda_min", rosen_min_eigs[0], "Rosenbrock: smallest Hessian eigenvalue at (1, 1)"
 )
-results.number(
-    "rosenbrock_lambda_min", rosen_min_eigs[0], "smallest Hessian eigenvalue at the Rosenbrock minimum"
-)
+start_lambda_max = rosenbrock_eigenvalues([-1.2, 1.0])[1]
+results.number("rosenbrock_start_lambda_max", start_lambda_max, "the largest at the start (-1.2, 1)")
+lr_hb, beta_hb = optim.heavy_ball_parameters(*rosen_min_eigs)
+results.number("hb_curvature_limit", 2 * (1 + beta_hb) / lr_hb, "heavy ball stable for curvature below")
+hb = traces["rosenbrock", "heavy_ball"]
+escape = 1 + max(k for k, g in enumerate(hb.grad_norms) if g <= hb.grad_norms[0])
+results.number("hb_escape_iteration", escape, "heavy ball: from here on |grad f| > its start value")
+results.number("hb_escape_lambda_max", rosenbrock_eigenvalues(hb.path[escape])[1], "lambda_max there")
 
 fig, ax = plt.subplots()
 for method in methods:

@@ -53,21 +53,31 @@ def readout_loss(y):
 # $z_l$ and activations $h_l$ give $\mathrm{Var}[z_l]$ and $\mathrm{Var}[\partial L/\partial h_l]$.
 # "Variance" is the mean square over the batch and the units (the entries have mean ~0).
 
+
 # %%
-runs = {}
-for activation in ACTIVATIONS:
-    for label, init in INITS.items():
-        params = models.init_mlp([width] * (depth + 1) + [n_out], init, np.random.default_rng(args.seed))
-        tensors = [Tensor(p) for p in params]
-        output, pre_acts, acts = models.mlp(tensors, X, activation, return_hidden=True)
-        readout_loss(output).backward()
-        runs[activation, label] = {
-            "var_z": np.array([np.mean(z.data**2) for z in pre_acts]),
-            "var_grad_h": np.array([np.mean(h.grad**2) for h in acts]),
-            "grad_norms": models.grad_norm_per_layer([t.grad for t in tensors]),
-            "relative_grad_1": np.linalg.norm(tensors[0].grad) / np.linalg.norm(params[0]),
-            "output_rms": np.sqrt(np.mean(output.data**2)),
-        }
+def measure(activation, init, X, params_rng):
+    """One forward and backward pass of a fresh network as wide as X."""
+    params = models.init_mlp([X.shape[1]] * (depth + 1) + [n_out], init, params_rng)
+    tensors = [Tensor(p) for p in params]
+    output, pre_acts, acts = models.mlp(tensors, X, activation, return_hidden=True)
+    readout_loss(output).backward()
+    slopes = [1 - np.tanh(z.data) ** 2 for z in pre_acts]  # tanh's slopes (meaningless for ReLU)
+    return {
+        "var_z": np.array([np.mean(z.data**2) for z in pre_acts]),
+        "var_grad_h": np.array([np.mean(h.grad**2) for h in acts]),
+        "grad_norms": models.grad_norm_per_layer([t.grad for t in tensors]),
+        "relative_grad_1": np.linalg.norm(tensors[0].grad) / np.linalg.norm(params[0]),
+        "output_rms": np.sqrt(np.mean(output.data**2)),
+        "saturated": np.mean([np.mean(slope < 0.01) for slope in slopes]),
+        "slope_sq": np.array([np.mean(slope**2) for slope in slopes]),
+    }
+
+
+runs = {
+    (activation, label): measure(activation, init, X, np.random.default_rng(args.seed))
+    for activation in ACTIVATIONS
+    for label, init in INITS.items()
+}
 
 print(
     "activation init          Var[z_1]  Var[z_D]  Var[dL/dh_1]  Var[dL/dh_D]  |y| rms  "
@@ -140,7 +150,10 @@ results.figure(
 # (1 under He); for tanh near 0, $h \approx z$ and the factor is $n\sigma_w^2$.
 # Backward, each layer multiplies $\mathrm{Var}[\partial L/\partial h]$ by
 # $n\sigma_w^2\,\mathbb E[f'(z)^2]$: again 1 for ReLU + He, $n\sigma_w^2$ for tanh near 0.
-# The measured factor is the geometric mean over the layers.
+# The measured factor is the geometric mean of the $D - 1$ ratios between consecutive layers.
+# For tanh under the large fixed scale, $\mathbb E[f'(z_l)^2]$ comes from the measured slopes.
+# One finite network deviates from these averages over random weights: repeat the ReLU + He run
+# for several seeds at width 32 and at the full width, and take the RMS deviation from 1.
 
 
 # %%
@@ -150,12 +163,14 @@ def per_layer_factor(values):
 
 
 NAIVE, LARGE = list(INITS)[:2]
-he_relu, naive_tanh = runs["relu", "He"], runs["tanh", NAIVE]
+he_relu, naive_tanh, tanh_large = runs["relu", "He"], runs["tanh", NAIVE], runs["tanh", LARGE]
+large_tanh_predicted = width * args.large_std**2 * np.exp(np.mean(np.log(tanh_large["slope_sq"][1:])))
 checks = {
     "he_relu_forward": (1.0, per_layer_factor(he_relu["var_z"])),
     "he_relu_backward": (1.0, per_layer_factor(he_relu["var_grad_h"][::-1])),
     "naive_tanh_forward": (width * args.naive_std**2, per_layer_factor(naive_tanh["var_z"])),
     "naive_tanh_backward": (width * args.naive_std**2, per_layer_factor(naive_tanh["var_grad_h"][::-1])),
+    "large_tanh_backward": (large_tanh_predicted, per_layer_factor(tanh_large["var_grad_h"][::-1])),
 }
 for key, (predicted, measured) in checks.items():
     difference = abs(measured - predicted) / predicted
@@ -163,6 +178,15 @@ for key, (predicted, measured) in checks.items():
     results.number(f"{key}_predicted", predicted, f"{key}: predicted variance factor per layer")
     results.number(f"{key}_measured", measured, f"{key}: measured variance factor per layer", rtol=1e-4)
     results.number(f"{key}_rel_diff", difference, f"{key}: relative difference", rtol=1e-3, atol=1e-6)
+
+spread_seeds, narrow, spread = 5, 32, {}
+for key, n in {"narrow": narrow, "wide": width}.items():
+    rngs = [np.random.default_rng([args.seed, n, seed]) for seed in range(spread_seeds)]
+    trials = [measure("relu", "he", trial_rng.normal(size=(batch, n)), trial_rng) for trial_rng in rngs]
+    forward = [per_layer_factor(t["var_z"]) for t in trials]
+    factors = forward + [per_layer_factor(t["var_grad_h"][::-1]) for t in trials]
+    spread[key] = np.sqrt(np.mean(np.square(np.array(factors) - 1)))
+    print(f"ReLU + He at width {n}: RMS deviation from 1 over {spread_seeds} seeds {spread[key]:.1%}")
 
 slug = {NAIVE: "naive", LARGE: "large", "Glorot": "glorot", "He": "he"}
 for (activation, label), run in runs.items():
@@ -172,12 +196,16 @@ for (activation, label), run in runs.items():
     results.number(f"output_rms_{name}", run["output_rms"], f"{about}: RMS of the output", rtol=1e-4)
     grad_h_ratio = np.sqrt(run["var_grad_h"][0] / run["var_grad_h"][-1])
     results.number(f"grad_h_ratio_{name}", grad_h_ratio, f"{about}: rms dL/dh_1 / rms dL/dh_D", rtol=1e-4)
-results.number(
-    "naive_relu_var_z_last", runs["relu", NAIVE]["var_z"][-1], "ReLU, small std: Var[z_D]", rtol=1e-4
-)
-results.number(
-    "large_relu_var_z_last", runs["relu", LARGE]["var_z"][-1], "ReLU, large std: Var[z_D]", rtol=1e-4
-)
+for key, value, about in [
+    ("naive_relu_var_z_last", runs["relu", NAIVE]["var_z"][-1], "ReLU, small std: Var[z_D]"),
+    ("large_relu_var_z_last", runs["relu", LARGE]["var_z"][-1], "ReLU, large std: Var[z_D]"),
+    ("saturated_tanh_large", tanh_large["saturated"], "tanh, large std: share of units with tanh' < 0.01"),
+    ("narrow_width", narrow, "the narrow width of the deviation study"),
+    ("spread_narrow", spread["narrow"], "narrow width: RMS deviation of the ReLU + He factors from 1"),
+    ("spread_wide", spread["wide"], "full width: RMS deviation of the ReLU + He factors from 1"),
+    ("spread_seeds", spread_seeds, "seeds per width in the deviation study"),
+]:
+    results.number(key, value, about, rtol=1e-4)
 
 # %% [markdown]
 # ## Is it backprop?
@@ -207,10 +235,7 @@ results.number(
     "check_grad_rms", np.sqrt(np.mean(first_grad**2)), "small copy: RMS first-layer gradient", rtol=1e-4
 )
 results.number(
-    "check_max_disagreement",
-    max(disagreement.values()),
-    "largest relative disagreement of the methods",
-    atol=1e-6,
+    "check_max_disagreement", max(disagreement.values()), "largest relative disagreement", atol=1e-6
 )
 results.number(
     "check_exact_disagreement",

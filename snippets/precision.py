@@ -121,6 +121,7 @@ results.number(
     "first-layer gradient error of the shallowest network, float32",
     rtol=1,
 )
+results.number("grad_error_float32_max", max(measured["gradient float32"]), "its maximum over depth", rtol=1)
 
 fig, ax = plt.subplots()
 styles = {"gradient": "-o", "loss": "--s", "central": ":^"}
@@ -152,15 +153,16 @@ results.figure(
 # ## Underflow and loss scaling
 # A deep sigmoid network has first-layer gradients far below 1. In float16, entries below the
 # smallest subnormal ($6 \times 10^{-8}$) become exactly zero. Multiplying the loss by $S$
-# before the backward pass, and the gradients by $1/S$ after (in float32), keeps them in range
-# until $S$ times the loss overflows float16's largest value.
+# before the backward pass, and the gradients by $1/S$ after (in float32), keeps them in range.
+# The scan over powers of two also finds where the scaled loss $S L$, and where a gradient,
+# first overflows float16's largest value.
 
 # %%
 deep = models.init_mlp([8] + [args.width] * args.sigmoid_depth + [1], "glorot", rng)
 results.number("sigmoid_depth", args.sigmoid_depth, "hidden layers of the sigmoid network")
 reference = engine.grad(lambda p: loss(p, X, y, "sigmoid"), deep)[0]
 params16, X16, y16 = in_precision(np.float16, deep)
-scales = 2.0 ** np.arange(0, 25, 2)
+scales = 2.0 ** np.arange(0, 25)
 zero_fraction, scaled_error, scaled_loss_finite = [], [], []
 for scale in scales:
     with np.errstate(over="ignore", invalid="ignore"):  # the overflow at large S is the point
@@ -192,20 +194,22 @@ results.number(
     atol=1e-3,
 )
 results.number("error_best_scale", scaled_error[best], "relative error at that scale", rtol=1e-2)
-overflow = next((s for s, ok in zip(scales, scaled_loss_finite, strict=True) if not ok), np.nan)
+loss16 = float(loss(params16, X16, y16, "sigmoid"))
+ov = [i for i, ok in enumerate(scaled_loss_finite) if not ok][:1]  # the first overflow, if any
+overflow = scales[ov[0]] if ov else np.nan
 results.number("first_overflow_scale", overflow, "smallest scale whose scaled loss overflows float16")
+results.number("scaled_loss_first_overflow", overflow * loss16, "S L there, in float64", rtol=1e-3)
+results.number(
+    "zero_fraction_first_overflow_scale", zero_fraction[ov[0]] if ov else np.nan, "zeros there", atol=1e-3
+)
+results.number("error_first_overflow_scale", scaled_error[ov[0]] if ov else np.nan, "error there", rtol=1e-2)
 first_bad_gradient = next(
     (s for s, e in zip(scales, scaled_error, strict=True) if not np.isfinite(e)), np.nan
 )
 results.number(
     "first_nonfinite_gradient_scale", first_bad_gradient, "smallest scale with an inf or NaN gradient"
 )
-results.number(
-    "loss_float16",
-    float(loss(params16, X16, y16, "sigmoid")),
-    "the sigmoid network's loss, float16",
-    rtol=1e-3,
-)
+results.number("loss_float16", loss16, "the sigmoid network's loss, float16", rtol=1e-3)
 
 fig, ax = plt.subplots()
 finite = np.isfinite(scaled_error)

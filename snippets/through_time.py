@@ -56,31 +56,35 @@ def key(scale):
 # ## The Jacobian through time
 # $\partial h_T / \partial h_0 = \prod_t \operatorname{diag}(1 - h_t^2)\, W_{hh}$, accumulated
 # step by step. We record its spectral norm (largest singular value) at every $T$, the
-# per-step factor $\lVert \partial h_T/\partial h_0 \rVert^{1/T}$, and the mean slope $\tanh'$
-# of the units along the run. The additive cell, $c_t = f c_{t-1} + (1 - f)\tanh(\cdot)$,
-# is measured by the same function.
+# per-step factor $\lVert \partial h_T/\partial h_0 \rVert^{1/T}$, and the mean and the
+# root-mean-square slope $\tanh'$ of the units (RMS over the units at each step, averaged
+# geometrically over the steps): a perturbation spread evenly over the units grows by
+# $\sigma_{\max} \times$ the RMS slope per step. The additive cell,
+# $c_t = f c_{t-1} + (1 - f)\tanh(\cdot)$, is measured by the same function.
 
 
 # %%
 def jacobian_norms(W_hh, forget=None):
-    """(||dh_t/dh_0||_2 for t = 1..T, mean tanh', h_T); forget = f for the additive cell."""
-    h, jacobian, norms, slopes = h0, np.eye(n), [], []
+    """(||dh_t/dh_0||_2 for t = 1..T, mean tanh', RMS tanh', h_T); forget = f for the additive cell."""
+    h, jacobian, norms, slopes, log_rms = h0, np.eye(n), [], [], []
     for x in xs:
         a = np.tanh(W_hh @ h + W_xh @ x + b)
-        slopes.append(np.mean(1 - a**2))
-        step = (1 - a**2)[:, None] * W_hh  # diag(tanh') W_hh
+        slope = 1 - a**2  # tanh' of each unit
+        slopes.append(np.mean(slope))
+        log_rms.append(0.5 * np.log(np.mean(slope**2)))
+        step = slope[:, None] * W_hh  # diag(tanh') W_hh
         if forget is not None:  # c_t = f c_{t-1} + (1 - f) a_t: the Jacobian gains f I
             step = forget * np.eye(n) + (1 - forget) * step
             a = forget * h + (1 - forget) * a
         h, jacobian = a, step @ jacobian
         norms.append(np.linalg.norm(jacobian, 2))
-    return np.array(norms), float(np.mean(slopes)), h
+    return np.array(norms), float(np.mean(slopes)), float(np.exp(np.mean(log_rms))), h
 
 
-norms = {}
+norms, rms_gains = {}, {}
 fig, ax = plt.subplots()
 for scale in SCALES:
-    norms[scale], slope, h_T = jacobian_norms(scale * Q)
+    norms[scale], slope, rms_slope, h_T = jacobian_norms(scale * Q)
     assert np.allclose(h_T, models.rnn([scale * Q, W_xh, b], xs, h0))  # same RNN as the library's
     k = key(scale)
     results.number(f"norm_{k}", norms[scale][-1], f"||dh_T/dh_0||_2, sigma_max {scale:g}", rtol=1e-4)
@@ -90,6 +94,8 @@ for scale in SCALES:
     results.number(f"slope_{k}", slope, f"mean tanh' on the run, sigma_max {scale:g}", rtol=1e-4)
     results.number(f"scale_{k}", scale, "sigma_max(W_hh) = s")
     results.number(f"gain_{k}", scale * slope, f"sigma_max x mean tanh', sigma_max {scale:g}", rtol=1e-4)
+    about = f"sigma_max x RMS tanh' (geometric mean over steps), sigma_max {scale:g}"
+    rms_gains[scale] = results.number(f"rms_gain_{k}", scale * rms_slope, about, rtol=1e-4)
     ax.semilogy(np.arange(1, T + 1), norms[scale], label=f"$\\sigma_{{\\max}}$ = {scale:g}")
 ax.set(
     title="tanh RNN: Jacobian norm through time",
@@ -97,6 +103,8 @@ ax.set(
     ylabel=r"$\|\partial h_T / \partial h_0\|_2$ (log scale)",
 )
 ax.legend(ncol=2)
+worst = max(abs(rms_gains[s] / norms[s][-1] ** (1 / T) - 1) for s in SCALES)
+results.number("rms_gain_worst_diff", worst, "largest |RMS gain / per-step factor - 1|", rtol=1e-3)
 vanished = [s for s in SCALES if norms[s][-1] < 1]
 results.number("vanished_count", len(vanished), "scales whose Jacobian norm ended below 1")
 results.number("largest_vanishing_scale", max(vanished, default=0.0), "largest sigma_max that vanished")

@@ -30,6 +30,22 @@ def test_max_rel_error_over_lists():
         check.max_rel_error(a, b[:1])
 
 
+def test_normwise_rel_error_known_value():
+    """||(0, 0, 1)|| / ||(3, 4, 0)|| = 1/5, the norms taken over both parameters together."""
+    reference = [np.array([3.0, 4.0]), np.array(0.0)]
+    assert check.normwise_rel_error([np.array([3.0, 4.0]), np.array(1.0)], reference) == pytest.approx(0.2)
+    assert check.normwise_rel_error(reference, reference) == 0.0
+    with pytest.raises(ValueError):
+        check.normwise_rel_error(reference, reference[:1])
+
+
+def test_normwise_rel_error_of_a_scalar_is_the_relative_error():
+    """For one scalar no larger than its reference in magnitude, max(|a|, |b|) = |reference|:
+    the two measures coincide (a float32 value is compared in float64)."""
+    got, reference = [np.array(np.float32(1.5))], [np.array(2.0)]
+    assert check.normwise_rel_error(got, reference) == pytest.approx(check.max_rel_error(got, reference))
+
+
 def smooth_loss(params):
     return ops.mean(ops.tanh(params[0] @ params[1]) ** 2)
 

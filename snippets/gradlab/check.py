@@ -37,6 +37,21 @@ def max_rel_error(grads_a, grads_b):
     )
 
 
+def normwise_rel_error(grads, reference):
+    """||g - g_ref|| / ||g_ref||, the Euclidean norms taken over all parameters together.
+
+    One number for a whole gradient, not dominated by tiny entries as max_rel_error can be.
+    Unlike rel_error it divides by the reference alone. `grads` may be float32; the difference
+    is taken in float64.
+    """
+    if len(grads) != len(reference):
+        raise ValueError(f"{len(grads)} gradients vs {len(reference)}")
+    difference = np.sqrt(
+        sum(np.sum((np.asarray(g, dtype=np.float64) - r) ** 2) for g, r in zip(grads, reference, strict=True))
+    )
+    return float(difference / np.sqrt(sum(np.sum(np.asarray(r) ** 2) for r in reference)))
+
+
 def _methods_for(params, methods):
     """Drop the complex step unless every parameter is float64 (it needs float64)."""
     all_float64 = all(np.asarray(p).dtype == np.float64 for p in params)
