@@ -110,3 +110,18 @@ def test_record_keeps_values_within_tolerance_and_rewrites_the_others(tmp_path, 
     (tmp_path / "run" / "numbers.json").write_text(json.dumps({**document, "figures": {}}))
     record.write(runner.Result("demo", tmp_path / "run", 0.0, False))
     assert record.load("demo") == {"steady": 1.0, "moved": 2.0, "new": 3}
+
+
+ALLOWED_IMPORTS = {"numpy", "matplotlib", "gradlab"} | set(sys.stdlib_module_names)
+
+
+@pytest.mark.parametrize("path", sorted(runner.SNIPPETS.rglob("*.py")), ids=lambda p: p.name)
+def test_snippets_and_gradlab_import_only_numpy_matplotlib_and_the_standard_library(path):
+    """A reader runs a snippet with nothing but numpy and matplotlib installed."""
+    import ast
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    modules = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    modules |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and not node.level}
+    foreign = sorted(m for m in modules if m.split(".")[0] not in ALLOWED_IMPORTS)
+    assert not foreign, f"{path.relative_to(ROOT)} imports {foreign}: snippets need only numpy and matplotlib"

@@ -14,7 +14,7 @@ import io
 from pathlib import Path
 
 import matplotlib.pyplot as plt
-from cycler import cycler
+from matplotlib import cycler
 
 #: Okabe-Ito, without black (the foreground) and yellow (too light on white).
 PALETTE = ["#0072b2", "#e69f00", "#009e73", "#d55e00", "#cc79a7", "#56b4e9"]
