@@ -393,6 +393,44 @@ def axe_violations(page, axe) -> list[str]:
     return found
 
 
+PHONE = {"width": 375, "height": 800}  # the narrowest common phone viewport, in CSS pixels
+WIDER_THAN_VIEWPORT_JS = """() => {
+  const width = document.documentElement.clientWidth;
+  if (document.documentElement.scrollWidth <= width) return [];
+  const scrolls = (el) => getComputedStyle(el).overflowX !== 'visible';
+  const offenders = [];
+  for (const el of document.body.querySelectorAll('*')) {
+    const box = el.getBoundingClientRect();
+    if (box.width === 0 || box.right <= width + 1) continue;
+    let ancestor = el.parentElement, inside = false;
+    while (ancestor && ancestor !== document.body) {
+      if (scrolls(ancestor)) { inside = true; break; }
+      ancestor = ancestor.parentElement;
+    }
+    const parent = el.parentElement.getBoundingClientRect();
+    if (!inside && parent.right <= width + 1) {
+      const text = (el.textContent || '').replace(/\\s+/g, ' ').trim().slice(0, 60);
+      offenders.push(`<${el.tagName.toLowerCase()}> ends at ${Math.round(box.right)} px: ${text}`);
+    }
+  }
+  return offenders.length ? offenders : [`the page is ${document.documentElement.scrollWidth} px wide`];
+}"""
+
+
+def check_phone_width(page, visit: Visit) -> None:
+    """At a phone's width the page must not scroll sideways (wide tables, code and display math
+    scroll inside their own box); the elements that stick out are named."""
+    size = page.viewport_size
+    page.set_viewport_size(PHONE)
+    try:
+        page.wait_for_timeout(100)  # one layout at the new width
+        for problem in page.evaluate(WIDER_THAN_VIEWPORT_JS)[:5]:
+            visit.add("phone", f"wider than {PHONE['width']} px: {problem}")
+    finally:
+        if size:
+            page.set_viewport_size(size)
+
+
 def visit(page, recorder: Recorder, url: str, expected: Expectation, axe=None, math_timeout_ms=4000) -> Visit:
     """Load ``url`` and check it; every problem is collected, none raised."""
     result = Visit(url)
@@ -413,6 +451,7 @@ def visit(page, recorder: Recorder, url: str, expected: Expectation, axe=None, m
     recorder.settle()  # the search index and MathJax's fonts count too
     result.bytes, result.requests = recorder.bytes, recorder.requests
     check_images(page, result, expected)
+    check_phone_width(page, result)
     for error in recorder.errors:
         result.add("console", error)
     for failure in recorder.failed:

@@ -173,6 +173,13 @@ def test_no_serious_or_critical_accessibility_violations(visits):
     assert not any(v.problems.get("accessibility") for v in visits), found
 
 
+def test_no_page_scrolls_sideways_on_a_phone(visits):
+    """At 375 CSS pixels every page fits its width; wide content scrolls in its own box."""
+    found = checks.report(visits, "phone")
+    print(found)
+    assert not any(v.problems.get("phone") for v in visits), found
+
+
 def test_page_weight(visits, server):
     """Bytes the browser transfers for each page (gzip, as the host serves it), measured twice:
     on a first visit with nothing cached, and on a next visit, when the files every page shares
@@ -378,6 +385,8 @@ BAD_PAGE = """<!doctype html><html lang="en"><head><title>Bad</title>
 <p>Untypeset: $$x^2$$ and \\(y\\).</p>
 <img src="missing.png" alt="a figure that is not there">
 <img src="dot.svg">
+<p><span style="white-space: nowrap">an unbreakable line that is far wider than a phone's screen,
+much wider</span></p>
 <script>console.error("boom")</script>
 </article></main></body></html>"""
 DOT = '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><circle cx="5" cy="5" r="4"/></svg>'
@@ -423,6 +432,7 @@ def test_the_checkers_fail_on_a_bad_page(browser, small_site):
     math = " ".join(result.problems.get("math", []))
     assert "$$" in math and "no typeset math" in math, found
     assert any(p.startswith("image-alt") for p in result.problems.get("accessibility", [])), found
+    assert any("unbreakable line" in p for p in result.problems.get("phone", [])), found
 
 
 def test_the_checkers_pass_a_good_page(browser, small_site):
