@@ -198,12 +198,9 @@ results.number(
     "largest |reverse - central|",
     atol=1e-10,
 )
-# the size of that rounding error: eps |L| / h with the step h = eps^(1/3) central_difference uses
-eps = np.finfo(float).eps
+rounding = numerical.rounding_error(float(loss_of_first_layer([init[0]])))
 results.number(
-    "central_rounding_estimate",
-    eps * abs(float(loss_of_first_layer([init[0]]))) / eps ** (1 / 3),
-    "eps |L| / h, the rounding error of one central difference",
+    "central_rounding_estimate", rounding, "eps |L| / h, the rounding error of one central difference"
 )
 
 # %%

@@ -41,18 +41,10 @@ def loss(p, X=X, y=y):
 reference = engine.grad(loss, params)
 n_params = sum(p.size for p in params)
 results.number("n_params", n_params, "parameters of the small tanh network")
-results.number(
-    "reference_vs_complex",
-    check.max_rel_error(reference, numerical.complex_step(loss, params)),
-    "reverse mode vs complex step, float64, largest relative error",
-    atol=1e-12,
-)
-results.number(
-    "reference_vs_forward",
-    check.compare(loss, params, ("reverse", "forward"))["reverse vs forward"],
-    "reverse mode vs forward mode, float64, largest relative error",
-    atol=1e-12,
-)
+agreement = check.compare(loss, params, ("reverse", "forward", "complex"))
+for method, name in (("complex", "complex step"), ("forward", "forward mode")):
+    about = f"reverse mode vs {name}, float64, largest relative error"
+    results.number(f"reference_vs_{method}", agreement[f"reverse vs {method}"], about, atol=1e-12)
 
 
 # %% [markdown]
@@ -80,56 +72,35 @@ for h in steps:
     )
     errors["complex step"].append(normwise(numerical.complex_step(loss, params, h=h), reference))
 
+best_h, best_error = {}, {}
 for name in ("float64", "float32"):
-    eps = np.finfo(name).eps
-    best = int(np.nanargmin(errors[name]))
-    results.number(
-        f"best_h_{name}", steps[best], f"step with the smallest central-difference error, {name}", rtol=1
-    )
-    results.number(
-        f"best_error_{name}", errors[name][best], f"that smallest error, {name}", atol=100 * eps ** (2 / 3)
-    )
-    results.number(
-        f"theory_h_{name}", eps ** (1 / 3), f"eps^(1/3), the step that balances the errors, {name}"
-    )
-    results.number(f"eps_{name}", eps, f"machine epsilon, {name}")
-results.number(
-    "complex_worst_error",
-    max(e for e, h in zip(errors["complex step"], steps, strict=True) if h <= 1e-7),
-    "largest complex-step error for h <= 1e-7",
-    atol=1e-13,
-)
-results.number("eps_ratio", np.finfo(np.float32).eps / np.finfo(np.float64).eps, "float32 eps / float64 eps")
-results.number(
-    "predicted_error_ratio",
-    results.numbers["eps_ratio"]["value"] ** (2 / 3),
-    "(float32 eps / float64 eps)^(2/3), the best-error ratio the eps^(2/3) rule predicts",
-)
-results.number(
-    "best_error_ratio",
-    results.numbers["best_error_float32"]["value"] / results.numbers["best_error_float64"]["value"],
-    "best float32 check error / best float64 check error",
-    rtol=1,
-)
+    eps, best = np.finfo(name).eps, int(np.nanargmin(errors[name]))
+    best_h[name], best_error[name] = steps[best], errors[name][best]
+    for key, value, about, tolerance in (
+        ("best_h", best_h[name], "step with the smallest central-difference error", {"rtol": 1}),
+        ("best_error", best_error[name], "that smallest error", {"atol": 100 * eps ** (2 / 3)}),
+        ("theory_h", eps ** (1 / 3), "eps^(1/3), the step that balances the errors", {}),
+        ("eps", eps, "machine epsilon", {}),
+    ):
+        results.number(f"{key}_{name}", value, f"{about}, {name}", **tolerance)
+complex_worst = max(e for e, h in zip(errors["complex step"], steps, strict=True) if h <= 1e-7)
+results.number("complex_worst_error", complex_worst, "largest complex-step error for h <= 1e-7", atol=1e-13)
+eps_ratio = np.finfo(np.float32).eps / np.finfo(np.float64).eps
+results.number("eps_ratio", eps_ratio, "float32 eps / float64 eps")
+about = "(float32 eps / float64 eps)^(2/3), the best-error ratio the eps^(2/3) rule predicts"
+results.number("predicted_error_ratio", float(eps_ratio) ** (2 / 3), about)
+about = "best float32 check error / best float64 check error"
+results.number("best_error_ratio", best_error["float32"] / best_error["float64"], about, rtol=1)
 tiny_step = 1e-200
+tiny_error = normwise(numerical.complex_step(loss, params, h=tiny_step), reference)
 results.number("complex_tiny_h", tiny_step, "a step far below any cancellation threshold")
-results.number(
-    "complex_tiny_h_error",
-    normwise(numerical.complex_step(loss, params, h=tiny_step), reference),
-    "complex-step error with that step",
-    atol=1e-13,
-)
+results.number("complex_tiny_h_error", tiny_error, "complex-step error with that step", atol=1e-13)
 
 fig, ax = plt.subplots()
 for name, marker in zip(errors, "os^", strict=True):
-    ax.loglog(
-        steps,
-        errors[name],
-        marker=marker,
-        markersize=3,
-        label=f"central differences, {name}" if name != "complex step" else "complex step, float64",
-    )
-cube_roots = [np.finfo(name).eps ** (1 / 3) for name in ("float64", "float32")]
+    label = f"central differences, {name}" if name != "complex step" else "complex step, float64"
+    ax.loglog(steps, errors[name], marker=marker, markersize=3, label=label)
+cube_roots = [numerical.default_step(name) for name in ("float64", "float32")]
 ax.vlines(cube_roots, 0, 1, transform=ax.get_xaxis_transform(), colors=plot.PALETTE[4], linestyles=":", lw=1)
 ax.collections[-1].set_label("ε^(1/3), float64 and float32")
 ax.invert_xaxis()
@@ -139,14 +110,13 @@ ax.set(
     ylabel="norm-wise relative error (log scale)",
 )
 ax.legend()
-best_h = {name: steps[int(np.nanargmin(errors[name]))] for name in ("float64", "float32")}
 results.figure(
     fig,
     "step_size",
     alt=f"Central-difference error falls as h shrinks until rounding takes over, a V in each precision: "
     f"smallest at h = {best_h['float64']:.0e} in float64 (eps^(1/3) = {cube_roots[0]:.1e}) and at "
     f"h = {best_h['float32']:.0e} in float32 (eps^(1/3) = {cube_roots[1]:.1e}); the complex step's "
-    f"error stays below {results.numbers['complex_worst_error']['value']:.0e} for every h <= 1e-07.",
+    f"error stays below {complex_worst:.0e} for every h <= 1e-07.",
 )
 
 # %% [markdown]
@@ -166,39 +136,23 @@ def relu_loss(p):
     return ops.sum(models.mlp(p, x_one, "relu") ** 2)
 
 
-default_step = np.finfo(np.float64).eps ** (1 / 3)
-results.number("kink_distance", args.kink_distance, "distance of the chosen pre-activation from the kink")
-results.number("kink_default_h", default_step, "default central-difference step at |x| <= 1")
-results.number(
-    "kink_error_default_h",
-    check.compare(relu_loss, relu_params, ("reverse", "central"))["reverse vs central"],
-    "largest relative error, default step",
-    rtol=1e-3,
-)
-relu_reference = engine.grad(relu_loss, relu_params)
 small_step_factor = 100
-results.number(
-    "kink_small_step_factor", small_step_factor, "how much smaller than the distance the small step is"
-)
+relu_reference = engine.grad(relu_loss, relu_params)
+default = numerical.central_difference(relu_loss, relu_params)
 small = numerical.central_difference(relu_loss, relu_params, h=args.kink_distance / small_step_factor)
-results.number(
-    "kink_normwise_default_h",
-    normwise(numerical.central_difference(relu_loss, relu_params), relu_reference),
-    "norm-wise relative error, default step",
-    rtol=1e-3,
-)
-results.number(
-    "kink_normwise_small_h",
-    normwise(small, relu_reference),
-    "norm-wise relative error, the small step",
-    atol=1e-5,
-)
-results.number(
-    "kink_reverse_vs_forward",
-    check.compare(relu_loss, relu_params, ("reverse", "forward"))["reverse vs forward"],
-    "reverse vs forward mode at the same point",
-    atol=1e-12,
-)
+kink_error = check.max_rel_error(relu_reference, default)
+normwise_default, normwise_small = normwise(default, relu_reference), normwise(small, relu_reference)
+forward_error = check.max_rel_error(relu_reference, check.METHODS["forward"](relu_loss, relu_params))
+for key, value, about, tolerance in (
+    ("kink_distance", args.kink_distance, "distance of the chosen pre-activation from the kink", {}),
+    ("kink_default_h", numerical.default_step(), "default central-difference step at |x| <= 1", {}),
+    ("kink_error_default_h", kink_error, "largest relative error, default step", {"rtol": 1e-3}),
+    ("kink_small_step_factor", small_step_factor, "how much smaller than the distance the small step is", {}),
+    ("kink_normwise_default_h", normwise_default, "norm-wise relative error, default step", {"rtol": 1e-3}),
+    ("kink_normwise_small_h", normwise_small, "norm-wise relative error, the small step", {"atol": 1e-5}),
+    ("kink_reverse_vs_forward", forward_error, "reverse vs forward mode at the same point", {"atol": 1e-12}),
+):
+    results.number(key, value, about, **tolerance)
 
 # %% [markdown]
 # ## A planted bug
@@ -225,17 +179,11 @@ sig_params = [rng.normal(size=(4, 3)), np.zeros(3)]
 expected = numerical.central_difference(sigmoid_loss, sig_params)
 buggy = engine.grad(lambda p: sigmoid_loss(p, sigmoid_forgot_factor), sig_params)
 correct = engine.grad(sigmoid_loss, sig_params)
-results.number(
-    "bug_error", check.max_rel_error(buggy, expected), "buggy rule vs central differences", rtol=1e-6
-)
-results.number(
-    "fixed_error", check.max_rel_error(correct, expected), "correct rule vs central differences", atol=1e-7
-)
-results.number(
-    "bug_orders_of_magnitude",
-    round(float(np.log10(results.numbers["bug_error"]["value"] / results.numbers["fixed_error"]["value"]))),
-    "orders of magnitude between the buggy and the correct rule's errors",
-)
+bug_error, fixed_error = check.max_rel_error(buggy, expected), check.max_rel_error(correct, expected)
+results.number("bug_error", bug_error, "buggy rule vs central differences", rtol=1e-6)
+results.number("fixed_error", fixed_error, "correct rule vs central differences", atol=1e-7)
+about = "orders of magnitude between the buggy and the correct rule's errors"
+results.number("bug_orders_of_magnitude", round(float(np.log10(bug_error / fixed_error))), about)
 try:
     check.assert_gradients_close(
         lambda p: sigmoid_loss(p, sigmoid_forgot_factor), sig_params, rtol=1e-6, methods=("central",)

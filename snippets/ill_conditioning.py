@@ -9,38 +9,27 @@ from the same reverse-mode engine. Quoted by docs/small-gradients.md.
 # %% [markdown]
 # The quadratic $f(x) = \tfrac12 x^\top A x$ with $A = \mathrm{diag}(1, \kappa)$ has its minimum
 # at $0$; the eigenvalues $\lambda_{\min} = 1$ and $\lambda_{\max} = \kappa$ make $\kappa$ its
-# condition number. Every optimizer below gets $f$ and $\nabla f$ from one function, `fun`,
-# which runs the engine's reverse mode (backprop).
+# condition number. Every optimizer below gets $f$ and $\nabla f$ from one function, `fun`
+# (`optim.reverse_mode(loss)`), which runs the engine's reverse mode (backprop).
 
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
-from gradlab import check, engine, optim, snippet
+from gradlab import check, optim, snippet
 
 parser = snippet.parser(__doc__)
 parser.add_argument("--kappa", type=snippet.positive_float, default=100.0, help="condition number")
-parser.add_argument(
-    "--tol", type=snippet.positive_float, default=1e-6, help="relative gradient tolerance of the sweep"
-)
+parser.add_argument("--tol", type=snippet.positive_float, default=1e-6, help="the sweep's relative tolerance")
 args, results = snippet.parse(parser)
 rng = np.random.default_rng(args.seed)
 MAX_ITER = 2000  # a cap, so that a method that crawls ends in bounded time
 GTOL = 1e-6  # stop when |grad f| <= GTOL
 
 
-def fun_of(loss):
-    """(f(x), grad f(x)) by reverse mode: one forward and one backward pass."""
-
-    def fun(x):
-        value, (gradient,) = engine.value_and_grad(loss, [x])
-        return value, gradient
-
-    return fun
-
-
 def quadratic(kappa):
+    """`fun` of f(x) = x^T diag(1, kappa) x / 2."""
     A = np.diag([1.0, kappa])
-    return lambda params: 0.5 * (params[0] @ (A @ params[0]))
+    return optim.reverse_mode(lambda params: 0.5 * (params[0] @ (A @ params[0])))
 
 
 def rosenbrock(params):
@@ -56,8 +45,8 @@ def rosenbrock_eigenvalues(x):
 kappa = args.kappa
 x0 = np.array([np.sqrt(kappa), 1.0])  # on the level set's diagonal: both terms of f equal
 lr_best = 2 / (1 + kappa)  # the best fixed step, 2 / (lambda_min + lambda_max)
-gd = optim.gradient_descent(fun_of(quadratic(kappa)), x0, lr_best, gtol=GTOL, max_iter=MAX_ITER)
-bfgs_path = optim.bfgs(fun_of(quadratic(kappa)), x0, gtol=GTOL)
+gd = optim.gradient_descent(quadratic(kappa), x0, lr_best, gtol=GTOL, max_iter=MAX_ITER)
+bfgs_path = optim.bfgs(quadratic(kappa), x0, gtol=GTOL)
 results.number("kappa", kappa, "condition number of the quadratic")
 results.number("lr_best", lr_best, "best fixed step 2 / (1 + kappa)")
 results.number("contraction", (kappa - 1) / (kappa + 1), "contraction per step (kappa - 1) / (kappa + 1)")
@@ -70,14 +59,8 @@ results.number("contraction", (kappa - 1) / (kappa + 1), "contraction per step (
 fig, ax = plt.subplots()
 grid = np.linspace(-1.15, 1.15, 200) * np.sqrt(2 * kappa)
 X1, X2 = np.meshgrid(grid, grid / np.sqrt(kappa))
-ax.contour(
-    X1,
-    X2,
-    0.5 * (X1**2 + kappa * X2**2),
-    levels=np.geomspace(0.05, kappa, 8),
-    colors="#999999",
-    linewidths=0.7,
-)
+levels = np.geomspace(0.05, kappa, 8)
+ax.contour(X1, X2, 0.5 * (X1**2 + kappa * X2**2), levels=levels, colors="#999999", linewidths=0.7)
 path = np.array(gd.path[:60])
 ax.plot(path[:, 0], path[:, 1], "o-", ms=2.5, lw=1, label=f"gradient descent, first {len(path) - 1} steps")
 bfgs_xy = np.array(bfgs_path.path)
@@ -99,7 +82,7 @@ results.figure(
 # %%
 STEPS = 300
 for factor, key in [(0.99, "below"), (1.0, "at"), (1.01, "above")]:
-    run = optim.gradient_descent(fun_of(quadratic(kappa)), x0, factor * 2 / kappa, gtol=0.0, max_iter=STEPS)
+    run = optim.gradient_descent(quadratic(kappa), x0, factor * 2 / kappa, gtol=0.0, max_iter=STEPS)
     growth = np.linalg.norm(run.x) / np.linalg.norm(x0)
     results.number(f"distance_ratio_{key}", growth, f"|x_300| / |x_0| at {factor} x 2/lambda_max")
 results.number("stable_steps", STEPS, "steps in the stability test")
@@ -113,7 +96,7 @@ results.number("stable_steps", STEPS, "steps in the stability test")
 kappas = np.array([10.0, 30.0, 100.0, 300.0, 1000.0])
 sweep = {"gradient descent": [], "heavy ball": [], "BFGS": []}
 for k in kappas:
-    fun, start = fun_of(quadratic(k)), np.array([np.sqrt(k), 1.0])
+    fun, start = quadratic(k), np.array([np.sqrt(k), 1.0])
     gtol = args.tol * np.linalg.norm(fun(start)[1])
     sweep["gradient descent"].append(optim.gradient_descent(fun, start, 2 / (1 + k), gtol, 20_000).iterations)
     sweep["heavy ball"].append(
@@ -123,14 +106,15 @@ for k in kappas:
 theory = np.log(1 / args.tol) / np.log((kappas + 1) / (kappas - 1))
 for k, measured, predicted in zip(kappas, sweep["gradient descent"], theory, strict=True):
     print(f"kappa {k:6.0f}: gradient descent {measured:5d} iterations, theory {predicted:8.1f}")
-results.number("sweep_gd_iterations_max", sweep["gradient descent"][-1], "GD iterations at the largest kappa")
-results.number("sweep_theory_max", theory[-1], "theory ln(1/tol)/ln((k+1)/(k-1)) at the largest kappa")
-results.number("sweep_kappa_max", kappas[-1], "largest kappa of the sweep")
-results.number(
-    "sweep_hb_iterations_max", sweep["heavy ball"][-1], "heavy-ball iterations at the largest kappa"
-)
-results.number("sweep_bfgs_iterations_max", sweep["BFGS"][-1], "BFGS iterations at the largest kappa")
-results.number("sweep_tol", args.tol, "relative gradient tolerance of the sweep")
+for key, value, about in (
+    ("sweep_gd_iterations_max", sweep["gradient descent"][-1], "GD iterations at the largest kappa"),
+    ("sweep_theory_max", theory[-1], "theory ln(1/tol)/ln((k+1)/(k-1)) at the largest kappa"),
+    ("sweep_kappa_max", kappas[-1], "largest kappa of the sweep"),
+    ("sweep_hb_iterations_max", sweep["heavy ball"][-1], "heavy-ball iterations at the largest kappa"),
+    ("sweep_bfgs_iterations_max", sweep["BFGS"][-1], "BFGS iterations at the largest kappa"),
+    ("sweep_tol", args.tol, "relative gradient tolerance of the sweep"),
+):
+    results.number(key, value, about)
 
 fig, ax = plt.subplots()
 for name, counts in sweep.items():
@@ -158,19 +142,16 @@ results.figure(
 # %%
 rosen_min_eigs = rosenbrock_eigenvalues([1.0, 1.0])
 problems = {
-    "quadratic": (fun_of(quadratic(kappa)), x0, 1.0, kappa),
-    "rosenbrock": (fun_of(rosenbrock), np.array([-1.2, 1.0]), *rosen_min_eigs),
+    "quadratic": (quadratic(kappa), x0, 1.0, kappa),
+    "rosenbrock": (optim.reverse_mode(rosenbrock), np.array([-1.2, 1.0]), *rosen_min_eigs),
 }
+stop = {"gtol": GTOL, "max_iter": MAX_ITER}
 methods = {
-    "gd": lambda f, x, lo, hi: optim.gradient_descent(f, x, 1 / hi, GTOL, MAX_ITER),
-    "line_search": lambda f, x, lo, hi: optim.gradient_descent_line_search(
-        f, x, gtol=GTOL, max_iter=MAX_ITER
-    ),
-    "heavy_ball": lambda f, x, lo, hi: optim.momentum(
-        f, x, *optim.heavy_ball_parameters(lo, hi), GTOL, MAX_ITER
-    ),
-    "newton": lambda f, x, lo, hi: optim.newton(f, x, gtol=GTOL, max_iter=MAX_ITER),
-    "bfgs": lambda f, x, lo, hi: optim.bfgs(f, x, GTOL, MAX_ITER),
+    "gd": lambda f, x, lo, hi: optim.gradient_descent(f, x, 1 / hi, **stop),
+    "line_search": lambda f, x, lo, hi: optim.gradient_descent_line_search(f, x, **stop),
+    "heavy_ball": lambda f, x, lo, hi: optim.momentum(f, x, *optim.heavy_ball_parameters(lo, hi), **stop),
+    "newton": lambda f, x, lo, hi: optim.newton(f, x, **stop),
+    "bfgs": lambda f, x, lo, hi: optim.bfgs(f, x, **stop),
 }
 traces = {}
 with np.errstate(over="ignore", invalid="ignore"):  # the heavy ball may diverge on Rosenbrock
@@ -178,9 +159,8 @@ with np.errstate(over="ignore", invalid="ignore"):  # the heavy ball may diverge
         for method, run in methods.items():
             trace = traces[problem, method] = run(fun, start, lo, hi)
             for what in ("iterations", "evaluations", "converged"):
-                results.number(
-                    f"{problem}_{method}_{what}", getattr(trace, what), f"{method} on {problem}: {what}"
-                )
+                key = f"{problem}_{method}_{what}"
+                results.number(key, getattr(trace, what), f"{method} on {problem}: {what}")
             status = "converged" if trace.converged else "stopped  "
             print(
                 f"{problem:10s} {method:11s}: {status} after {trace.iterations:5d} iterations, "
@@ -190,12 +170,8 @@ results.number("max_iter", MAX_ITER, "iteration cap")
 results.number("gtol", GTOL, "gradient tolerance of the table")
 gd_predicted = np.log(np.sqrt(kappa) / GTOL) / -np.log1p(-1 / kappa)  # step 1/kappa from x0
 results.number("quadratic_gd_predicted", gd_predicted, "theory for the table's GD on the quadratic")
-results.number(
-    "rosenbrock_gd_final_grad",
-    traces["rosenbrock", "gd"].grad_norms[-1],
-    "GD's |grad f| at the cap",
-    rtol=1e-4,
-)
+gd_final_grad = traces["rosenbrock", "gd"].grad_norms[-1]
+results.number("rosenbrock_gd_final_grad", gd_final_grad, "GD's |grad f| at the cap", rtol=1e-4)
 results.number("rosenbrock_lambda_max", rosen_min_eigs[1], "Rosenbrock: largest Hessian eigenvalue at (1, 1)")
 results.number(
     "rosenbrock_lambda_min", rosen_min_eigs[0], "Rosenbrock: smallest Hessian eigenvalue at (1, 1)"
@@ -236,13 +212,12 @@ results.figure(
 # %%
 iterate = traces["rosenbrock", "bfgs"].path[5]
 agreement = check.compare(rosenbrock, [iterate])
-for pair, error in agreement.items():
-    print(f"{pair}: largest relative disagreement {error:.1e}")
-results.number("backprop_vs_forward", agreement["reverse vs forward"], "reverse vs forward", atol=1e-13)
-results.number(
-    "backprop_vs_central", agreement["reverse vs central"], "reverse vs central differences", atol=1e-6
-)
-results.number("backprop_vs_complex", agreement["reverse vs complex"], "reverse vs complex step", atol=1e-13)
+for method, about, atol in (
+    ("forward", "reverse vs forward", 1e-13),
+    ("central", "reverse vs central differences", 1e-6),
+    ("complex", "reverse vs complex step", 1e-13),
+):
+    results.number(f"backprop_vs_{method}", agreement[f"reverse vs {method}"], about, atol=atol)
 
 # %%
 results.save()

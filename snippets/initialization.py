@@ -17,7 +17,7 @@ first-layer gradient is recomputed by four methods. Quoted by docs/initializatio
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
-from gradlab import check, models, ops, snippet
+from gradlab import check, diagnostics, models, ops, snippet
 from gradlab.engine import Tensor
 from gradlab.plot import PALETTE
 
@@ -91,22 +91,28 @@ for (activation, label), run in runs.items():
         f"{run['relative_grad_1']:11.1e}   {run['ratio']:9.2e}"
     )
 
+
 # %%
-layers = np.arange(1, depth + 1)
-fig, axes = plt.subplots(1, 2, figsize=(8.4, 3.6), sharey=True)
-for ax, activation in zip(axes, ACTIVATIONS, strict=True):
-    for color, label in zip(PALETTE, INITS, strict=False):
-        ax.semilogy(layers, runs[activation, label]["var_z"], color=color, label=label)
-    ax.set(title=f"{activation}", xlabel="hidden layer l")
-axes[0].set_ylabel(r"Var[$z_l$] (log scale)")
-axes[0].legend()
-fig.suptitle("Pre-activation variance per layer at initialization")
+def per_layer_figure(key, ylabel, title):
+    """One panel per activation, one line per weight scale, layer by layer."""
+    fig, axes = plt.subplots(1, 2, figsize=(8.4, 3.6), sharey=True)
+    for ax, activation in zip(axes, ACTIVATIONS, strict=True):
+        for color, label in zip(PALETTE, INITS, strict=False):
+            ax.semilogy(np.arange(1, depth + 1), runs[activation, label][key], color=color, label=label)
+        ax.set(title=f"{activation}", xlabel="hidden layer l")
+    axes[0].set_ylabel(ylabel)
+    axes[0].legend()
+    fig.suptitle(title)
+    return fig
 
 
 def last_layer_summary(key, activation):
     return ", ".join(f"{label} {runs[activation, label][key][-1]:.1e}" for label in INITS)
 
 
+fig = per_layer_figure(
+    "var_z", r"Var[$z_l$] (log scale)", "Pre-activation variance per layer at initialization"
+)
 tanh_others = np.concatenate([runs["tanh", label]["var_z"] for label in list(INITS)[1:]])
 results.figure(
     fig,
@@ -117,24 +123,15 @@ results.figure(
     f"{tanh_others.max():.3g}.",
 )
 
+
 # %%
-fig, axes = plt.subplots(1, 2, figsize=(8.4, 3.6), sharey=True)
-for ax, activation in zip(axes, ACTIVATIONS, strict=True):
-    for color, label in zip(PALETTE, INITS, strict=False):
-        ax.semilogy(layers, runs[activation, label]["var_grad_h"], color=color, label=label)
-    ax.set(title=f"{activation}", xlabel="hidden layer l")
-axes[0].set_ylabel(r"Var[$\partial L/\partial h_l$] (log scale)")
-axes[0].legend()
-fig.suptitle("Gradient variance per layer at initialization")
-
-
 def first_over_last(activation):
-    return ", ".join(
-        f"{label} {runs[activation, label]['var_grad_h'][0] / runs[activation, label]['var_grad_h'][-1]:.1e}"
-        for label in INITS
-    )
+    ratios = {label: runs[activation, label]["var_grad_h"] for label in INITS}
+    return ", ".join(f"{label} {v[0] / v[-1]:.1e}" for label, v in ratios.items())
 
 
+ylabel = r"Var[$\partial L/\partial h_l$] (log scale)"
+fig = per_layer_figure("var_grad_h", ylabel, "Gradient variance per layer at initialization")
 results.figure(
     fig,
     "backward_variance",
@@ -157,11 +154,7 @@ results.figure(
 
 
 # %%
-def per_layer_factor(values):
-    """Geometric mean of values[l] / values[l - 1] over the layers."""
-    return float((values[-1] / values[0]) ** (1 / (len(values) - 1)))
-
-
+per_layer_factor = diagnostics.per_layer_factor
 NAIVE, LARGE = list(INITS)[:2]
 he_relu, naive_tanh, tanh_large = runs["relu", "He"], runs["tanh", NAIVE], runs["tanh", LARGE]
 large_tanh_predicted = width * args.large_std**2 * np.exp(np.mean(np.log(tanh_large["slope_sq"][1:])))
@@ -229,20 +222,21 @@ disagreement = check.compare(first_layer_loss, [small[0]])
 first_grad = check.METHODS["reverse"](first_layer_loss, [small[0]])[0]
 for pair, value in disagreement.items():
     print(f"{pair:<22} largest relative disagreement {value:.1e}")
-results.number("check_width", check_width, "width of the smaller copy")
-results.number("check_batch", check_batch, "batch of the smaller copy")
-results.number(
-    "check_grad_rms", np.sqrt(np.mean(first_grad**2)), "small copy: RMS first-layer gradient", rtol=1e-4
-)
-results.number(
-    "check_max_disagreement", max(disagreement.values()), "largest relative disagreement", atol=1e-6
-)
-results.number(
-    "check_exact_disagreement",
-    max(disagreement["reverse vs forward"], disagreement["reverse vs complex"]),
-    "largest relative disagreement of reverse mode with forward mode and the complex step",
-    atol=1e-9,
-)
+exact_methods = max(disagreement["reverse vs forward"], disagreement["reverse vs complex"])
+exact_about = "largest relative disagreement of reverse mode with forward mode and the complex step"
+for key, value, about, tolerance in (
+    ("check_width", check_width, "width of the smaller copy", {}),
+    ("check_batch", check_batch, "batch of the smaller copy", {}),
+    (
+        "check_grad_rms",
+        np.sqrt(np.mean(first_grad**2)),
+        "small copy: RMS first-layer gradient",
+        {"rtol": 1e-4},
+    ),
+    ("check_max_disagreement", max(disagreement.values()), "largest relative disagreement", {"atol": 1e-6}),
+    ("check_exact_disagreement", exact_methods, exact_about, {"atol": 1e-9}),
+):
+    results.number(key, value, about, **tolerance)
 
 # %%
 results.save()

@@ -13,7 +13,7 @@ starts, and only random restarts find the basin. Quoted by docs/small-gradients.
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
-from gradlab import check, engine, ops, optim, snippet
+from gradlab import check, ops, optim, snippet
 
 parser = snippet.parser(__doc__)
 parser.add_argument(
@@ -23,16 +23,6 @@ parser.add_argument("--radius", type=snippet.positive_float, default=0.2, help="
 args, results = snippet.parse(parser)
 rng = np.random.default_rng(args.seed)
 GTOL = 1e-8
-
-
-def fun_of(loss):
-    """(f(x), grad f(x)) by reverse mode."""
-
-    def fun(x):
-        value, (gradient,) = engine.value_and_grad(loss, [x])
-        return value, gradient
-
-    return fun
 
 
 def gaussian_well(params):
@@ -48,7 +38,7 @@ def gaussian_well(params):
 
 # %%
 start = np.array([args.start, 0.0])
-fun = fun_of(gaussian_well)
+fun = optim.reverse_mode(gaussian_well)
 runs = {
     "gd": optim.gradient_descent(fun, start, lr=0.5, gtol=GTOL, max_iter=50_000),  # 1 / lambda_max
     "line_search": optim.gradient_descent_line_search(fun, start, gtol=GTOL),
@@ -108,7 +98,7 @@ print("gradient outside the basin:", ", ".join(f"{name} {g}" for name, g in grad
 results.number("flat_largest_gradient", largest, "largest |gradient entry| outside the basin, any method")
 
 moved = {
-    name: float(np.linalg.norm(run(fun_of(flat_outside), outside).x - outside))
+    name: float(np.linalg.norm(run(optim.reverse_mode(flat_outside), outside).x - outside))
     for name, run in {
         "gd": lambda f, x: optim.gradient_descent(f, x, 0.5, GTOL),
         "line_search": lambda f, x: optim.gradient_descent_line_search(f, x, gtol=GTOL),
@@ -130,7 +120,7 @@ while True:
     restarts += 1
     point = rng.uniform(-1, 1, size=2)
     points.append(point)
-    trace = optim.bfgs(fun_of(flat_outside), point, GTOL)
+    trace = optim.bfgs(optim.reverse_mode(flat_outside), point, GTOL)
     if trace.values[-1] < radius**2 / 2:
         break
 expected = 4 / (np.pi * radius**2)

@@ -13,7 +13,7 @@ by four methods. Quoted by docs/saturating-sigmoids.md.
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
-from gradlab import check, engine, models, numerical, ops, snippet
+from gradlab import check, diagnostics, engine, models, numerical, ops, snippet
 
 parser = snippet.parser(__doc__)
 arguments = {  # name: (type, default, help); each is also recorded as a number
@@ -30,9 +30,8 @@ SATURATED_BELOW = {"sigmoid": 0.25 / 100, "tanh": 1 / 100}
 
 
 def slope(activation, z):
-    """The activation's derivative, written as the engine writes it."""
-    value = ops.sigmoid(z) if activation == "sigmoid" else np.tanh(z)
-    return value * (1 - value) if activation == "sigmoid" else 1 - value**2
+    """The activation's derivative at z, from its output as the engine computes it."""
+    return diagnostics.local_slope(activation, models.ACTIVATIONS[activation](z))
 
 
 # %% [markdown]
@@ -40,29 +39,14 @@ def slope(activation, z):
 #
 # $\sigma'(z) = \sigma(z)(1 - \sigma(z))$ peaks at $1/4$ at $z = 0$; $\tanh'$ peaks at 1. For
 # large $z$ the computed $\sigma(z)$ rounds to exactly 1.0 and the computed slope is exactly 0.
-# Bisect over the float64 numbers themselves (their bit patterns are ordered like their values)
-# for the smallest such $z$.
+# Bisecting the float64 numbers themselves finds the smallest such $z$.
 
 # %%
 grid = np.linspace(-10, 10, 2001)
 results.number("sigmoid_max_slope", slope("sigmoid", grid).max(), "largest sigmoid slope (at z = 0)")
 results.number("tanh_max_slope", slope("tanh", grid).max(), "largest tanh slope (at z = 0)")
-
-
-def smallest_zero_slope(sigmoid):
-    """The smallest float64 z > 1 with sigmoid(z) == 1.0 (slope exactly 0); the slope is monotone."""
-    below, above = int(np.float64(1.0).view(np.int64)), int(np.float64(100.0).view(np.int64))
-    while above - below > 1:
-        middle = (below + above) // 2
-        if sigmoid(np.int64(middle).view(np.float64)) == 1.0:
-            above = middle
-        else:
-            below = middle
-    return float(np.int64(above).view(np.float64))
-
-
-z_zero = smallest_zero_slope(ops.sigmoid)  # (1 + tanh(z/2)) / 2, as the engine computes it
-z_zero_textbook = smallest_zero_slope(lambda z: 1 / (1 + np.exp(-z)))
+z_zero = numerical.smallest_float_where(lambda z: ops.sigmoid(z) == 1.0, 1.0, 100.0)  # (1 + tanh(z/2)) / 2
+z_zero_textbook = numerical.smallest_float_where(lambda z: 1 / (1 + np.exp(-z)) == 1.0, 1.0, 100.0)
 results.number("z_zero_slope", z_zero, "smallest z whose computed sigmoid slope is 0 (engine's formula)")
 results.number("z_zero_textbook", z_zero_textbook, "the same for 1 / (1 + exp(-z))")
 results.number("true_gap_at_z_zero", float(np.exp(-z_zero)), "exp(-z) ~ 1 - sigmoid(z) at that z")
@@ -86,8 +70,15 @@ X_raw = args.input_scale * (1 + rng.normal(size=(batch, n_inputs)))
 y = rng.normal(size=(batch, 1))
 
 
-def saturated_fraction(activation, pre_activations):
-    slopes = np.concatenate([slope(activation, z).ravel() for z in pre_activations])
+def stack(init):
+    """The stack's weights; every setup starts from the same random draw."""
+    return models.init_mlp(sizes, init, np.random.default_rng(args.seed + 1))
+
+
+def saturated_fraction(params, inputs, activation="sigmoid", layers=slice(None)):
+    """Share of the hidden pre-activations z_l (entries of the chosen layers) that are saturated."""
+    _, pre_activations, _ = models.mlp(params, inputs, activation, True)
+    slopes = np.concatenate([slope(activation, z).ravel() for z in pre_activations[layers]])
     return float(np.mean(slopes < SATURATED_BELOW[activation]))
 
 
@@ -101,9 +92,7 @@ fig, ax, fractions_by_curve = *plt.subplots(), {}
 for label, (inputs, layers) in curves.items():
     fractions = fractions_by_curve[label] = []
     for std in weight_stds:
-        params = models.init_mlp(sizes, std, np.random.default_rng(args.seed + 1))
-        _, pre_activations, _ = models.mlp(params, inputs, "sigmoid", True)
-        fractions.append(saturated_fraction("sigmoid", pre_activations[layers]))
+        fractions.append(saturated_fraction(stack(std), inputs, layers=layers))
     ax.semilogx(weight_stds, fractions, marker="o", label=label)
 ax.set(
     title="Sigmoid stack: saturated units grow with the weight and input scales",
@@ -121,11 +110,9 @@ results.figure(
 )
 
 # %%
-glorot_params = models.init_mlp(sizes, "glorot", np.random.default_rng(args.seed + 1))
+params = stack("glorot")
 for inputs, key in ((X, "standardized"), (X_raw, "raw")):
-    _, pre_activations, _ = models.mlp(glorot_params, inputs, "sigmoid", True)
-    first_share = saturated_fraction("sigmoid", pre_activations[:1])
-    print(f"Glorot sigmoid stack, {key} inputs: layer 1 saturated {first_share:.1%}")
+    first_share = saturated_fraction(params, inputs, layers=slice(0, 1))
     results.number(f"first_saturated_{key}", first_share, f"Glorot sigmoid, {key} inputs: layer 1 saturated")
 
 # %% [markdown]
@@ -142,24 +129,15 @@ setups = {  # key: (label, activation, weight init)
     "tanh": ("tanh, Glorot", "tanh", "glorot"),
     "relu": ("ReLU, He", "relu", "he"),
 }
-norms, stacks = {}, {}
+norms, ratio = {}, {}
 for key, (name, activation, init) in setups.items():
-    params = models.init_mlp(sizes, init, np.random.default_rng(args.seed + 1))
-
-    def loss(params, activation=activation):
-        return ops.mean((models.mlp(params, X, activation) - y) ** 2)
-
-    stacks[key] = (loss, params)
-    norms[key] = models.grad_norm_per_layer(engine.grad(loss, params))[:-1]  # hidden layers
-    ratio = norms[key][0] / norms[key][-1]
-    results.number(f"ratio_{key}", ratio, f"{name}: ||dL/dW_1|| / ||dL/dW_L||")
-    share = "saturated    n/a"
+    grads = engine.grad(lambda p, a=activation: ops.mean((models.mlp(p, X, a) - y) ** 2), stack(init))
+    norms[key] = models.grad_norm_per_layer(grads)[:-1]  # hidden layers
+    ratio[key] = norms[key][0] / norms[key][-1]
+    results.number(f"ratio_{key}", ratio[key], f"{name}: ||dL/dW_1|| / ||dL/dW_L||")
     if activation != "relu":
-        _, pre_activations, _ = models.mlp(params, X, activation, True)
-        saturated = saturated_fraction(activation, pre_activations)
+        saturated = saturated_fraction(stack(init), X, activation)
         results.number(f"saturated_{key}", saturated, f"{name}: saturated share of hidden units")
-        share = f"saturated {saturated:6.1%}"
-    print(f"{name:<28} first/last grad norm {ratio:8.1e}, {share}")
 
 fig, ax = plt.subplots()
 layers = np.arange(1, args.depth + 1)
@@ -171,7 +149,6 @@ ax.set(
     ylabel="||dL/dW_l|| (log scale)",
 )
 ax.legend(loc="lower right", fontsize="small")
-ratio = {key: layer_norms[0] / layer_norms[-1] for key, layer_norms in norms.items()}
 results.figure(
     fig,
     "depth_norms",
@@ -190,21 +167,17 @@ for name, (_, _, about) in arguments.items():
 # differences carry an absolute rounding error near $\epsilon |L| / h$ (with $h = \epsilon^{1/3}$),
 # the same for every entry: small against the largest entries, comparable to the smallest.
 
+
 # %%
-loss, params = stacks["glorot"]
-
-
-def first_layer_loss(first, params=params, loss=loss):
-    return loss([first[0], *params[1:]])
+def first_layer_loss(first):
+    return ops.mean((models.mlp([first[0], *params[1:]], X, "sigmoid") - y) ** 2)
 
 
 first_grad = engine.grad(first_layer_loss, params[:1])[0]
 agreement = check.compare(first_layer_loss, params[:1])
-for pair, error in agreement.items():
-    print(f"first layer: {pair:<19} largest relative disagreement {error:.1e}")
 central_miss = np.abs(numerical.central_difference(first_layer_loss, params[:1])[0] - first_grad)
 central_scaled = central_miss.max() / np.abs(first_grad).max()
-rounding = eps * abs(first_layer_loss(params[:1])) / eps ** (1 / 3)  # eps |L| / h at h = eps^(1/3)
+rounding = numerical.rounding_error(first_layer_loss(params[:1]))
 for key, value, about, tolerance in [
     ("first_grad_max", np.abs(first_grad).max(), "largest |entry| of dL/dW_1, sigmoid Glorot", {}),
     ("first_grad_median", np.median(np.abs(first_grad)), "median |entry| of dL/dW_1", {}),

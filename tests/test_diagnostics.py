@@ -5,6 +5,8 @@ import re
 import numpy as np
 import pytest
 from gradlab import diagnostics
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 def test_saturated_fraction_uses_the_097_threshold():
@@ -53,3 +55,11 @@ def test_report_is_aligned():
         assert len({line.index(f" {field} ") for line in lines}) == 1, field
     assert re.match(r"layer  1 \(tanh\):\s+grad \d\.\de[+-]\d\d, update/weight", lines[0])
     assert "saturated    n/a" in lines[10]
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.floats(1e-3, 1e3), st.floats(0.1, 10.0), st.integers(2, 30))
+def test_per_layer_factor_of_a_geometric_sequence_is_its_ratio(start, ratio, layers):
+    values = start * ratio ** np.arange(layers)
+    assert diagnostics.per_layer_factor(values) == pytest.approx(ratio, rel=1e-9)
+    assert diagnostics.per_layer_factor(values[::-1]) == pytest.approx(1 / ratio, rel=1e-9)

@@ -5,6 +5,7 @@ import pytest
 import strategies as S
 from gradlab import engine, flops, models, numerical, ops
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 def cubic(params):
@@ -81,3 +82,25 @@ def test_complex_step_rejects_a_function_that_drops_the_imaginary_part():
 def test_non_scalar_output_is_an_error():
     with pytest.raises(ValueError, match="scalar"):
         numerical.central_difference(lambda p: p[0] * 2, [np.ones(3)])
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.floats(1.0, 100.0, exclude_min=True))
+def test_smallest_float_where_finds_a_threshold_exactly(threshold):
+    found = numerical.smallest_float_where(lambda x: x >= threshold, 1.0, 100.0)
+    assert found == threshold
+
+
+def test_smallest_float_where_on_the_sigmoid_rounding_to_one():
+    """The answer is true, and the float just below it is not."""
+    z = numerical.smallest_float_where(lambda z: 1 / (1 + np.exp(-z)) == 1.0, 1.0, 100.0)
+    assert 1 / (1 + np.exp(-z)) == 1.0 and 1 / (1 + np.exp(-np.nextafter(z, 0))) != 1.0
+    assert z == pytest.approx(np.log(2 / np.finfo(float).eps), rel=0.01)
+
+
+def test_default_step_and_rounding_error():
+    """eps^(1/3) per dtype, and eps |f| / h: the error bound the default central step carries."""
+    for dtype in (np.float32, np.float64):
+        eps = np.finfo(dtype).eps
+        assert numerical.default_step(dtype) == pytest.approx(eps ** (1 / 3))
+        assert numerical.rounding_error(-3.0, dtype) == pytest.approx(3 * eps ** (2 / 3))

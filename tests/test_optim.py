@@ -9,12 +9,7 @@ from hypothesis import strategies as st
 
 def quadratic(A):
     """(f, grad f) of f(x) = x^T A x / 2, by reverse mode."""
-
-    def fun(x):
-        value, (gradient,) = engine.value_and_grad(lambda p: 0.5 * (p[0] @ (A @ p[0])), [x])
-        return value, gradient
-
-    return fun
+    return optim.reverse_mode(lambda p: 0.5 * (p[0] @ (A @ p[0])))
 
 
 def rosenbrock(x):
@@ -24,6 +19,16 @@ def rosenbrock(x):
 
 
 kappas = st.floats(2.0, 200.0)
+
+
+@settings(max_examples=25, deadline=None)
+@given(kappa=kappas, x=st.lists(st.floats(-5.0, 5.0), min_size=2, max_size=2))
+def test_reverse_mode_gives_the_value_and_the_exact_gradient(kappa, x):
+    """On f(x) = x^T A x / 2 the value is x^T A x / 2 and the gradient A x, as a float and an array."""
+    A, x = np.diag([1.0, kappa]), np.array(x)
+    value, gradient = quadratic(A)(x)
+    assert isinstance(value, float) and value == pytest.approx(0.5 * x @ A @ x, abs=1e-12)
+    np.testing.assert_allclose(gradient, A @ x, rtol=1e-12, atol=1e-12)
 
 
 @settings(max_examples=20, deadline=None)

@@ -108,3 +108,10 @@ def format_report(rows):
     number_width = max(len(str(row.layer)) for row in rows)
     name_width = max(len(row.activation) for row in rows)
     return "\n".join(format_row(row, number_width, name_width) for row in rows)
+
+
+def per_layer_factor(values):
+    """The geometric mean of the ratios values[l] / values[l - 1] between consecutive layers,
+    (values[-1] / values[0]) ** (1 / (L - 1)) for L layers: the factor by which a per-layer
+    statistic (a variance, a gradient norm) is multiplied per layer, on average."""
+    return float((values[-1] / values[0]) ** (1 / (len(values) - 1)))

@@ -23,6 +23,20 @@ def _entries(params, dtype=None):
     return copies, [(i, k) for i, x in enumerate(copies) for k in range(x.size)]
 
 
+def default_step(dtype=np.float64):
+    """eps^(1/3) for the dtype's machine epsilon: the step that balances truncation against
+    rounding (see central_difference), 6.1e-6 in float64, 4.9e-3 in float32."""
+    return np.finfo(dtype).eps ** (1 / 3)
+
+
+def rounding_error(value, dtype=np.float64):
+    """eps |f| / h with h = default_step(dtype): the rounding error of one central difference at
+    |x| <= 1, since f itself is only known to about eps |f|. The same for every entry, so it is
+    small against large gradient entries and can swamp tiny ones."""
+    eps = np.finfo(dtype).eps
+    return eps * abs(value) / default_step(dtype)
+
+
 def central_difference(f, params, h=None):
     """df/dx_k ~ (f(x + h e_k) - f(x - h e_k)) / (2h), two evaluations per entry.
 
@@ -38,7 +52,7 @@ def central_difference(f, params, h=None):
     for i, k in entries:
         x = copies[i]
         original = x.flat[k]
-        step = np.finfo(x.dtype).eps ** (1 / 3) * max(1.0, abs(original)) if h is None else h
+        step = default_step(x.dtype) * max(1.0, abs(original)) if h is None else h
         x.flat[k] = plus = original + x.dtype.type(step)
         flops.count_call()
         f_plus = _scalar(f(copies), "central_difference")
@@ -81,3 +95,20 @@ def complex_step(f, params, h=1e-20):
             )
         grads[i].flat[k] = value.imag / h
     return grads
+
+
+def smallest_float_where(predicate, low, high):
+    """The smallest float64 x in (low, high] with predicate(x) true, for a predicate that is
+    false at `low`, true at `high` and monotone in between (0 <= low < high).
+
+    Bisects the bit patterns: non-negative float64 numbers are ordered like their int64 views,
+    so at most 64 halvings find the exact threshold, with no tolerance to choose.
+    """
+    below, above = int(np.float64(low).view(np.int64)), int(np.float64(high).view(np.int64))
+    while above - below > 1:
+        middle = (below + above) // 2
+        if predicate(np.int64(middle).view(np.float64)):
+            above = middle
+        else:
+            below = middle
+    return float(np.int64(above).view(np.float64))

@@ -2,9 +2,9 @@
 with a backtracking (Armijo) line search, Newton's method and BFGS.
 
 Every method minimizes f: R^n -> R from `fun(x) -> (f(x), grad f(x))`, for instance
-`lambda x: (v := engine.value_and_grad(loss, [x]))[0], v[1][0]` — one forward and one backward
-pass. Every call of `fun` counts as one evaluation. A method stops when ||grad f(x_k)|| <= gtol
-(`converged`) or after `max_iter` iterations, or when its iterate stops being finite.
+`reverse_mode(loss)`: one forward and one backward pass. Every call of `fun` counts as one
+evaluation. A method stops when ||grad f(x_k)|| <= gtol (`converged`) or after `max_iter`
+iterations, or when its iterate stops being finite.
 
 The methods differ only in what they do with the gradient; none of them computes it.
 References: Nocedal & Wright, Numerical Optimization, 2nd ed. (2006), ch. 3 (line search,
@@ -14,6 +14,19 @@ steepest descent) and ch. 6 (BFGS); Polyak (1964) for the heavy ball.
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from . import engine
+
+
+def reverse_mode(loss):
+    """`fun(x) -> (f(x), grad f(x))` for a loss written on a parameter list, f(x) = loss([x]):
+    the value and gradient from one forward and one backward pass of the engine."""
+
+    def fun(x):
+        value, (gradient,) = engine.value_and_grad(loss, [x])
+        return value, gradient
+
+    return fun
 
 
 @dataclass
