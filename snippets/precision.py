@@ -88,39 +88,22 @@ for depth in depths:
         exact = sum(float(np.sum(g * d)) for g, d in zip(ref_grads, direction, strict=True))
         measured[f"central {name}"].append(rel(central, exact))
 
-for name in precisions:
-    results.number(
-        f"grad_error_{name}",
-        measured[f"gradient {name}"][-1],
-        f"first-layer gradient error at the largest depth, {name}",
-        rtol=1,
-    )
-    results.number(
-        f"loss_error_{name}",
-        max(measured[f"loss {name}"]),
-        f"largest loss (forward pass) error over depth, {name}",
-        rtol=1,
-    )
-    results.number(
-        f"central_error_{name}",
-        float(np.median(measured[f"central {name}"])),
-        f"median central-difference (directional) error over depth, {name}",
-        rtol=1,
-    )
-    results.number(f"eps_{name}", np.finfo(precisions[name]).eps, f"machine epsilon, {name}")
-for name in precisions:
-    results.number(
-        f"grad_error_in_eps_{name}",
-        max(measured[f"gradient {name}"]) / np.finfo(precisions[name]).eps,
-        f"largest first-layer gradient error over depth, in machine epsilons, {name}",
-        rtol=1,
-    )
-results.number(
-    "grad_error_float32_shallowest",
-    measured["gradient float32"][0],
-    "first-layer gradient error of the shallowest network, float32",
-    rtol=1,
-)
+for name, dtype in precisions.items():
+    errors = {kind: measured[f"{kind} {name}"] for kind in ("gradient", "loss", "central")}
+    central_median = np.median(errors["central"])
+    for key, value, about, rtol in (
+        ("grad_error", errors["gradient"][-1], "first-layer gradient error at the largest depth", 1),
+        ("loss_error", max(errors["loss"]), "largest loss (forward pass) error over depth", 1),
+        ("central_error", central_median, "median central-difference (directional) error over depth", 1),
+        ("eps", np.finfo(dtype).eps, "machine epsilon", 1e-6),
+    ):
+        results.number(f"{key}_{name}", value, f"{about}, {name}", rtol=rtol)
+for name, dtype in precisions.items():
+    in_eps = max(measured[f"gradient {name}"]) / np.finfo(dtype).eps
+    about = f"largest first-layer gradient error over depth, in machine epsilons, {name}"
+    results.number(f"grad_error_in_eps_{name}", in_eps, about, rtol=1)
+about = "first-layer gradient error of the shallowest network, float32"
+results.number("grad_error_float32_shallowest", measured["gradient float32"][0], about, rtol=1)
 results.number("grad_error_float32_max", max(measured["gradient float32"]), "its maximum over depth", rtol=1)
 
 fig, ax = plt.subplots()
@@ -174,25 +157,16 @@ for scale in scales:
     scaled_error.append(rel(unscaled, reference) if np.all(np.isfinite(unscaled)) else np.inf)
     scaled_loss_finite.append(bool(np.isfinite(scaled_loss)))
 
-results.number(
-    "first_layer_grad_median",
-    float(np.median(np.abs(reference))),
-    "median |first-layer gradient entry|, float64, sigmoid network",
-    rtol=1e-4,
-)
+about = "median |first-layer gradient entry|, float64, sigmoid network"
+results.number("first_layer_grad_median", np.median(np.abs(reference)), about, rtol=1e-4)
 results.number("smallest_subnormal_float16", float(np.finfo(np.float16).smallest_subnormal), "float16")
 results.number("largest_float16", float(np.finfo(np.float16).max), "float16")
 results.number("zero_fraction_unscaled", zero_fraction[0], "entries flushed to zero, no scaling", rtol=1e-3)
 results.number("error_unscaled", scaled_error[0], "relative error, no scaling", rtol=1e-2)
 best = int(np.argmin(scaled_error))
 results.number("best_scale", scales[best], "loss scale with the smallest error")
-results.number(
-    "zero_fraction_best_scale",
-    zero_fraction[best],
-    "entries flushed to zero at that scale",
-    rtol=1e-3,
-    atol=1e-3,
-)
+about = "entries flushed to zero at that scale"
+results.number("zero_fraction_best_scale", zero_fraction[best], about, rtol=1e-3, atol=1e-3)
 results.number("error_best_scale", scaled_error[best], "relative error at that scale", rtol=1e-2)
 loss16 = float(loss(params16, X16, y16, "sigmoid"))
 ov = [i for i, ok in enumerate(scaled_loss_finite) if not ok][:1]  # the first overflow, if any

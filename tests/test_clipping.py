@@ -54,3 +54,12 @@ def test_value_clipping_bounds_every_entry(grads, limit):
     for g, c in zip(grads, clipped, strict=True):
         assert np.all(np.abs(c) <= limit)
         np.testing.assert_array_equal(np.where(np.abs(g) <= limit, g, c), c)
+
+
+@settings(max_examples=50, deadline=None)
+@given(grads=gradient_lists(), limit=st.floats(0.1, 50.0))
+def test_clipped_fraction_is_the_share_of_entries_value_clipping_changes(grads, limit):
+    changed = sum(
+        int(np.sum(c != g)) for c, g in zip(clipping.clip_by_value(grads, limit), grads, strict=True)
+    )
+    assert clipping.clipped_fraction(grads, limit) == changed / sum(g.size for g in grads)

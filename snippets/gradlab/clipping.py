@@ -40,3 +40,9 @@ def cosine(grads_a, grads_b):
     """<a, b> / (||a|| ||b||) over the flattened lists: 1 means the same direction."""
     dot = sum(float(np.sum(a * b)) for a, b in zip(grads_a, grads_b, strict=True))
     return dot / (global_norm(grads_a) * global_norm(grads_b))
+
+
+def clipped_fraction(grads, limit):
+    """#{entries with |g| > limit} / #{entries}: the share of entries that clip_by_value changes."""
+    changed = sum(int(np.sum(np.abs(g) > limit)) for g in grads)
+    return changed / sum(np.size(g) for g in grads)
