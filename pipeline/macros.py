@@ -32,6 +32,8 @@ def format_number(value, spec: str | None) -> str:
     if not spec:
         spec = ".3g" if isinstance(value, float) else ""
     if spec.endswith(("x", "t")):
+        if value == 0:  # exactly zero: "0", not "0.0", which would read as a rounded small number
+            return "0"
         mantissa, exponent = f"{value:{spec[:-1]}e}".split("e")
         power = int(exponent)
         if power == 0:

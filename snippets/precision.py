@@ -146,7 +146,7 @@ results.number("sigmoid_depth", args.sigmoid_depth, "hidden layers of the sigmoi
 reference = engine.grad(lambda p: loss(p, X, y, "sigmoid"), deep)[0]
 params16, X16, y16 = in_precision(np.float16, deep)
 scales = 2.0 ** np.arange(0, 25)
-zero_fraction, scaled_error, scaled_loss_finite = [], [], []
+zero_fraction, scaled_error, scaled_loss_finite, all_finite = [], [], [], []
 for scale in scales:
     with np.errstate(over="ignore", invalid="ignore"):  # the overflow at large S is the point
         scaled_loss, grads16 = engine.value_and_grad(
@@ -156,6 +156,7 @@ for scale in scales:
     zero_fraction.append(float(np.mean((grads16[0] == 0) & (reference != 0))))
     scaled_error.append(rel(unscaled, reference) if np.all(np.isfinite(unscaled)) else np.inf)
     scaled_loss_finite.append(bool(np.isfinite(scaled_loss)))
+    all_finite.append(all(np.all(np.isfinite(g)) for g in grads16))  # what a dynamic scaler checks
 
 about = "median |first-layer gradient entry|, float64, sigmoid network"
 results.number("first_layer_grad_median", np.median(np.abs(reference)), about, rtol=1e-4)
@@ -181,8 +182,11 @@ first_bad_gradient = next(
     (s for s, e in zip(scales, scaled_error, strict=True) if not np.isfinite(e)), np.nan
 )
 results.number(
-    "first_nonfinite_gradient_scale", first_bad_gradient, "smallest scale with an inf or NaN gradient"
+    "first_nonfinite_gradient_scale", first_bad_gradient, "smallest scale, inf or NaN first-layer gradient"
 )
+first_bad_any = next((s for s, ok in zip(scales, all_finite, strict=True) if not ok), np.nan)
+about = "smallest scale at which any parameter's gradient is inf or NaN"
+results.number("first_nonfinite_any_gradient_scale", first_bad_any, about)
 results.number("loss_float16", loss16, "the sigmoid network's loss, float16", rtol=1e-3)
 
 fig, ax = plt.subplots()
@@ -204,7 +208,7 @@ results.figure(
     alt=f"Without scaling, {zero_fraction[0]:.0%} of the float16 first-layer gradient entries "
     f"underflow to zero and the relative error is {scaled_error[0]:.2g}; at S = {scales[best]:g} "
     f"{zero_fraction[best]:.0%} are zero and the error is {scaled_error[best]:.1e}; from "
-    f"S = {overflow:g} the scaled loss overflows float16 (the gradient is first inf or NaN at "
+    f"S = {overflow:g} the scaled loss overflows float16 (the first-layer gradient is first inf or NaN at "
     f"S = {first_bad_gradient:g}).",
 )
 

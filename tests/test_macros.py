@@ -9,7 +9,7 @@ from pipeline import hooks, macros
 
 RESULTS = {
     "demo": SimpleNamespace(
-        numbers={"ratio": 3.2e-11, "count": 1234567, "share": 0.4321, "tol": 1e-6},
+        numbers={"ratio": 3.2e-11, "count": 1234567, "share": 0.4321, "tol": 1e-6, "zero": 0.0},
         figures={"curve": {"alt": "A falling curve.", "title": "Curve"}},
     )
 }
@@ -22,6 +22,7 @@ RESULTS = {
         ("{{ demo.ratio:.2x }}", "3.20 × 10⁻¹¹"),
         ("{{ demo.ratio:.1t }}", r"3.2 \times 10^{-11}"),
         ("{{ demo.tol:.0t }}", "10^{-6}"),
+        ("{{ demo.zero:.1x }} {{ demo.zero:.2t }}", "0 0"),
         ("{{ demo.share:.2t }}", "4.32 \\times 10^{-1}"),
         ("{{demo.share:.1%}}", "43.2%"),
         ("{{ demo.count:, }}", "1,234,567"),
@@ -46,7 +47,7 @@ def test_figure_has_both_palettes_alt_text_and_a_link_to_its_snippet():
         (
             "one\ntwo {{ demo.missing }}",
             "page.md:2: {{ demo.missing }}: snippet 'demo' has no number 'missing' "
-            "(ratio, count, share, tol)",
+            "(ratio, count, share, tol, zero)",
         ),
         ("{{ nope.ratio }}", "page.md:1: {{ nope.ratio }}: no snippet 'nope' (snippets: demo)"),
         (
