@@ -34,6 +34,7 @@ depth, width, batch, n_out = args.depth, args.width, args.batch, 10
 INITS = {f"N(0, {args.naive_std:g}²)": args.naive_std, f"N(0, {args.large_std:g}²)": args.large_std}
 INITS |= {"Glorot": "glorot", "He": "he"}
 ACTIVATIONS = ["tanh", "relu"]
+SATURATED_SLOPE = 0.01  # a tanh unit is saturated below 1% of its largest slope, as in saturation.py
 for key, value in [("depth", depth), ("width", width), ("batch", batch)]:
     results.number(key, value, f"network {key}")
 results.number("naive_std", args.naive_std, "the small fixed weight std")
@@ -67,7 +68,7 @@ def measure(activation, init, X, params_rng):
         "ratio": grad_norms[0] / grad_norms[-1],
         "relative_grad_1": np.linalg.norm(tensors[0].grad) / np.linalg.norm(params[0]),
         "output_rms": np.sqrt(np.mean(output.data**2)),
-        "saturated": np.mean([np.mean(slope < 0.01) for slope in slopes]),
+        "saturated": np.mean([np.mean(slope < SATURATED_SLOPE) for slope in slopes]),
         "slope_sq": np.array([np.mean(slope**2) for slope in slopes]),
         # Var[z_l] grows forward, Var[dL/dh_l] backward: both factors run in the signal's direction
         "forward_factor": diagnostics.per_layer_factor(var_z),
@@ -186,7 +187,8 @@ for (activation, label), run in runs.items():
 for key, value, about in [
     ("naive_relu_var_z_last", runs["relu", NAIVE]["var_z"][-1], "ReLU, small std: Var[z_D]"),
     ("large_relu_var_z_last", runs["relu", LARGE]["var_z"][-1], "ReLU, large std: Var[z_D]"),
-    ("saturated_tanh_large", tanh_large["saturated"], "tanh, large std: share of units with tanh' < 0.01"),
+    ("saturated_slope", SATURATED_SLOPE, "tanh' below which a unit counts as saturated"),
+    ("saturated_tanh_large", tanh_large["saturated"], "tanh, large std: share of saturated units"),
     ("narrow_width", narrow, "the narrow width of the deviation study"),
     ("spread_narrow", spread["narrow"], "narrow width: RMS deviation of the ReLU + He factors from 1"),
     ("spread_wide", spread["wide"], "full width: RMS deviation of the ReLU + He factors from 1"),

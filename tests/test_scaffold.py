@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 import pytest
+import test_chapters
 from conftest import ROOT
 
 from pipeline import macros, record, scaffold
@@ -27,15 +28,7 @@ COPIED = [
     "requirements.txt",
     "requirements-dev.txt",
 ]
-SECTIONS = [
-    "## The pitfall, shown",
-    "## Is it backprop?",
-    "## Why",
-    "## Remedies, measured",
-    "## Try it",
-    "## References",
-    "## Run it yourself",
-]
+SECTIONS = ["## The pitfall, shown", *test_chapters.SECTIONS]  # the template adds the opening
 ENV = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
 
 
