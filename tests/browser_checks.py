@@ -25,6 +25,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
 SYSTEM_CHROMIUM = ("/usr/bin/chromium", "/usr/bin/chromium-browser")
 NO_BROWSER = (
     "No Chromium for the browser tests. Install Debian's package (apt-get install chromium, "
@@ -245,6 +247,7 @@ class Recorder:
         page.on("request", self._request)
         page.on("requestfailed", self._failed)
         page.on("response", self._response)
+        page.on("requestfinished", lambda request: self.finished.add(request.url))
         self.cdp = page.context.new_cdp_session(page)
         self.cdp.send("Network.enable")
         self.cdp.on("Network.loadingFinished", self._loaded)
@@ -252,7 +255,7 @@ class Recorder:
 
     def reset(self):
         self.errors, self.failed, self.foreign = [], [], []
-        self.sent, self.done = {}, set()
+        self.sent, self.done, self.finished = {}, set(), set()
         self.bytes, self.requests = 0, 0
 
     def cache(self, enabled: bool) -> None:
@@ -288,10 +291,16 @@ class Recorder:
         self.page.evaluate("() => document.fonts.ready.then(() => true)")
         if self.page.locator("[data-md-component=search]").count() == 0:
             return
-        for _ in range(timeout_ms // 50):
-            if any(url.endswith("search_index.json") for url in self.done):
-                return
-            self.page.wait_for_timeout(50)
+        if any(url.endswith("search_index.json") for url in self.finished):
+            return
+        try:  # an event, not a poll: Playwright dispatches pending events while it waits
+            self.page.wait_for_event(
+                "requestfinished",
+                lambda request: request.url.endswith("search_index.json"),
+                timeout=timeout_ms,
+            )
+        except PlaywrightTimeout:
+            pass  # a page whose search is not loaded counts what it fetched; nothing to check
 
 
 def wait_for_math(page, expected_math: bool, timeout_ms: int = 4000) -> int:
@@ -334,7 +343,7 @@ def short(url: str) -> str:
 SCROLL_JS = """async () => {
   for (let y = 0; y < document.body.scrollHeight; y += window.innerHeight) {
     window.scrollTo(0, y);
-    await new Promise(resolve => setTimeout(resolve, 20));
+    await new Promise(resolve => requestAnimationFrame(() => requestAnimationFrame(resolve)));
   }
   window.scrollTo(0, 0);
 }"""
@@ -423,7 +432,7 @@ def check_phone_width(page, visit: Visit) -> None:
     size = page.viewport_size
     page.set_viewport_size(PHONE)
     try:
-        page.wait_for_timeout(100)  # one layout at the new width
+        page.wait_for_function(f"() => window.innerWidth === {PHONE['width']}")  # the resize applied
         for problem in page.evaluate(WIDER_THAN_VIEWPORT_JS)[:5]:
             visit.add("phone", f"wider than {PHONE['width']} px: {problem}")
     finally:
@@ -499,8 +508,12 @@ def switch_to_dark(page) -> bool:
     for _ in range(4):
         if page.evaluate("() => document.body.getAttribute('data-md-color-scheme')") == "slate":
             return True
+        # each palette (auto, light, dark) has its own media query: wait until the next one applies
+        before = page.evaluate("() => document.body.getAttribute('data-md-color-media')")
         page.locator("form[data-md-component=palette] label:visible").first.click()
-        page.wait_for_timeout(100)
+        page.wait_for_function(
+            "before => document.body.getAttribute('data-md-color-media') !== before", arg=before, timeout=5000
+        )
     return page.evaluate("() => document.body.getAttribute('data-md-color-scheme')") == "slate"
 
 

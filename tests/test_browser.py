@@ -292,6 +292,9 @@ def rendered(page, expect_math: bool) -> list[str]:
     raw = checks.RAW_MATH.findall(page.evaluate(checks.PROSE_JS))
     if raw:
         problems.append(f"untypeset math {sorted(set(raw))}")
+    # Figures load lazily and finish at their own time after a navigation: wait for each one's
+    # load or error event (never a fixed delay), then check what arrived.
+    page.evaluate(checks.EAGER_JS)
     for image in page.evaluate(checks.IMAGES_JS):
         if image["visible"] and (not image["complete"] or image["width"] == 0):
             problems.append(f"figure not loaded: {checks.short(image['src'])}")
