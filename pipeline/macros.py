@@ -9,6 +9,10 @@ In a chapter's Markdown:
   to use inside ``$...$``.
 * ``{{ figure saturation.depth_norms }}`` inserts the figure for both palettes, its alt text
   and a caption linking to the snippet's notebook page.
+* ``{{ range dying_relu.dead_end:.0% }}`` inserts the range over seeds of a quantity the snippet
+  recorded with ``results.spread``: ``33–39%`` (one value when both ends print alike).
+* ``{{ dying_relu.leaky_revives }}`` where ``leaky_revives`` is a claim inserts the claim's
+  statement; a claim that does not hold never gets here (the snippet fails first).
 
 Write ``\\{{`` to show a macro literally (as the contributing guide does).
 
@@ -18,7 +22,9 @@ page, the line and what the snippet does have.
 
 import re
 
-MACRO = re.compile(r"(?<!\\)\{\{\s*(figure\s+)?([a-z][a-z0-9_]*)\.([a-z][a-z0-9_]*)\s*(?::([^}]*?))?\s*\}\}")
+MACRO = re.compile(
+    r"(?<!\\)\{\{\s*(figure\s+|range\s+)?([a-z][a-z0-9_]*)\.([a-z][a-z0-9_]*)\s*(?::([^}]*?))?\s*\}\}"
+)
 SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
@@ -42,6 +48,24 @@ def format_number(value, spec: str | None) -> str:
             return f"10^{{{power}}}" if mantissa == "1" else f"{mantissa} \\times 10^{{{power}}}"
         return f"{mantissa} × 10{str(power).translate(SUPERSCRIPT)}"
     return format(value, spec)
+
+
+def format_range(low, high, spec: str | None) -> str:
+    """``low–high`` with one format spec; a shared unit (``%``) is written once."""
+    first, last = format_number(low, spec), format_number(high, spec)
+    if first == last:
+        return first
+    if first.endswith("%") and last.endswith("%"):
+        first = first[:-1]
+    return f"{first}–{last}"
+
+
+def close_keys(key: str, known) -> str:
+    """``did you mean …?`` with the closest known names, or ''."""
+    import difflib
+
+    near = difflib.get_close_matches(key, list(known), n=3, cutoff=0.6)
+    return f"; did you mean {', '.join(near)}?" if near else ""
 
 
 def figure_markdown(snippet: str, key: str, figure: dict, page_depth: int) -> str:
@@ -69,16 +93,38 @@ def substitute(markdown: str, results: dict, page: str) -> str:
         if snippet not in results:
             known = ", ".join(sorted(results)) or "none"
             raise MacroError(f"{where}: no snippet {snippet!r} (snippets: {known})")
-        if is_figure:
+        if is_figure and is_figure.startswith("figure"):
             figures = results[snippet].figures
             if key not in figures:
                 known = ", ".join(figures) or "none"
-                raise MacroError(f"{where}: snippet {snippet!r} has no figure {key!r} ({known})")
+                hint = close_keys(key, figures)
+                raise MacroError(f"{where}: snippet {snippet!r} has no figure {key!r}{hint} ({known})")
             return figure_markdown(snippet, key, figures[key], depth)
         numbers = results[snippet].numbers
+        claims = getattr(results[snippet], "claims", {})
+        if is_figure:  # range
+            ends = [f"{key}_min", f"{key}_max"]
+            if not all(end in numbers for end in ends):
+                spreads = sorted(
+                    k[: -len("_min")] for k in numbers if k.endswith("_min") and f"{k[:-4]}_max" in numbers
+                )
+                hint = close_keys(key, spreads)
+                raise MacroError(
+                    f"{where}: snippet {snippet!r} records no spread {key!r}{hint} "
+                    f"(spreads: {', '.join(spreads) or 'none'})"
+                )
+            try:
+                return format_range(numbers[ends[0]], numbers[ends[1]], spec)
+            except (ValueError, TypeError) as error:
+                raise MacroError(f"{where}: bad format spec {spec!r}: {error}") from None
+        if key in claims and key not in numbers:
+            if spec:
+                raise MacroError(f"{where}: {key!r} is a claim: it has a statement, no format spec")
+            return claims[key]["statement"]
         if key not in numbers:
-            known = ", ".join(numbers) or "none"
-            raise MacroError(f"{where}: snippet {snippet!r} has no number {key!r} ({known})")
+            known = ", ".join([*numbers, *claims]) or "none"
+            hint = close_keys(key, [*numbers, *claims])
+            raise MacroError(f"{where}: snippet {snippet!r} has no number or claim {key!r}{hint} ({known})")
         try:
             return format_number(numbers[key], spec)
         except (ValueError, TypeError) as error:
@@ -88,5 +134,44 @@ def substitute(markdown: str, results: dict, page: str) -> str:
 
 
 def quoted_keys(markdown: str) -> set[tuple[str, str]]:
-    """Every ``(snippet, key)`` a page quotes as a number (figures excluded)."""
-    return {(m.group(2), m.group(3)) for m in MACRO.finditer(markdown) if not m.group(1)}
+    """Every ``(snippet, key)`` a page quotes as a number or claim (figures excluded); a range
+    quotes ``key_min`` and ``key_max``."""
+    keys = set()
+    for match in MACRO.finditer(markdown):
+        kind, snippet, key = match.group(1), match.group(2), match.group(3)
+        if not kind:
+            keys.add((snippet, key))
+        elif kind.startswith("range"):
+            keys |= {(snippet, f"{key}_min"), (snippet, f"{key}_max")}
+    return keys
+
+
+def main(argv: list[str]) -> int:
+    """``python -m pipeline.macros docs/PAGE.md ...``: run (or read from the cache) only the
+    snippets a page quotes and resolve its macros; print the first error or ``ok``."""
+    import sys
+    from pathlib import Path
+
+    from pipeline import runner
+
+    status = 0
+    for name in argv:
+        path = Path(name)
+        text = path.read_text(encoding="utf-8")
+        quoted = sorted({m.group(2) for m in MACRO.finditer(text)})
+        paths = [runner.SNIPPETS / f"{snippet}.py" for snippet in quoted]
+        try:
+            results = runner.run_all([p for p in paths if p.exists()])
+            substitute(text, results, path.name)
+        except (MacroError, runner.SnippetError) as error:
+            print(error, file=sys.stderr)
+            status = 1
+            continue
+        print(f"{path}: ok ({len(MACRO.findall(text))} macros from {', '.join(quoted) or 'no snippet'})")
+    return status
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main(sys.argv[1:]))

@@ -28,7 +28,8 @@ SNIPPETS = ROOT / "snippets"
 LIBRARY = SNIPPETS / "gradlab"
 CACHE = ROOT / ".cache" / "snippets"
 HASHED_FILES = [ROOT / "requirements.txt", Path(__file__).resolve()]
-TIMEOUT_SECONDS = 300
+TIMEOUT_SECONDS = 300  # a snippet's limit; a line "# timeout: N" in the snippet sets its own
+TIMEOUT_LINE = re.compile(r"^# timeout: (\d+)\s*$", re.M)
 
 
 class SnippetError(Exception):
@@ -54,6 +55,11 @@ class Result:
     def numbers(self) -> dict:
         """``{key: value}`` of every number the snippet recorded."""
         return {key: entry["value"] for key, entry in self.document["numbers"].items()}
+
+    @property
+    def claims(self) -> dict:
+        """``{name: {"holds": bool, "statement": str}}`` of every claim the snippet checked."""
+        return self.document.get("claims", {})
 
     @property
     def figures(self) -> dict:
@@ -123,16 +129,27 @@ def _error_message(path: Path, notebook, error) -> str:
     return f"{path}: {error}"
 
 
-def _execute(path: Path, folder: Path) -> None:
+def time_limit(path: Path) -> int:
+    """The snippet's limit in seconds: its ``# timeout: N`` line, else ``TIMEOUT_SECONDS``."""
+    match = TIMEOUT_LINE.search(Path(path).read_text(encoding="utf-8"))
+    return int(match.group(1)) if match else TIMEOUT_SECONDS
+
+
+def _where(path: Path, notebook, cell_index: int) -> str:
+    shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+    return f"{shown}:{_cell_line(path, notebook, cell_index)}"
+
+
+def _execute(path: Path, folder: Path, args: tuple[str, ...] = ()) -> None:
     """Execute the snippet as a notebook with its output folder set to ``folder``."""
     from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError
 
     paths = [str(SNIPPETS), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
     kernel_env = {
         **os.environ,
         "GRADLAB_SNIPPET_NAME": path.stem,  # read by gradlab.snippet.parse()
-        "GRADLAB_SNIPPET_ARGV": f"--out {shlex.quote(str(folder))}",
+        "GRADLAB_SNIPPET_ARGV": shlex.join(["--out", str(folder), *args]),
         "PYTHONPATH": os.pathsep.join(paths),  # the kernel imports gradlab from snippets/
         "MPLBACKEND": "module://matplotlib_inline.backend_inline",
         # snippets already run in parallel, one per core: a multi-threaded BLAS in each of
@@ -142,9 +159,18 @@ def _execute(path: Path, folder: Path) -> None:
         "MKL_NUM_THREADS": "1",
     }
     notebook = to_notebook(path)
+    limit, start, current = time_limit(path), time.monotonic(), [0]
+
+    def remaining(cell) -> int:  # the limit is the snippet's, not each cell's
+        return max(1, round(limit - (time.monotonic() - start)))
+
+    def started(cell, cell_index, **_):
+        current[0] = cell_index
+
     client = NotebookClient(
         notebook,
-        timeout=TIMEOUT_SECONDS,
+        timeout_func=remaining,
+        on_cell_start=started,
         kernel_name="python3",
         extra_arguments=["--IPKernelApp.log_level=ERROR"],  # not the TCP-encryption notice
         allow_errors=False,  # a failing cell fails the build, it is never rendered
@@ -154,6 +180,10 @@ def _execute(path: Path, folder: Path) -> None:
         client.execute(env=kernel_env)
     except CellExecutionError as error:
         raise SnippetError(_error_message(path, notebook, error)) from None
+    except (CellTimeoutError, TimeoutError):
+        raise SnippetError(
+            f"{_where(path, notebook, current[0])}: ran past {limit} s (the cell starting here)"
+        ) from None
     if not (folder / "numbers.json").exists():
         raise SnippetError(f"{path}: finished without results.save() (no numbers.json)")
     import nbformat
@@ -161,11 +191,19 @@ def _execute(path: Path, folder: Path) -> None:
     nbformat.write(notebook, folder / f"{path.stem}.ipynb")
 
 
-def run_one(path: Path, cache: Path = CACHE) -> Result:
-    """Run one snippet unless its current result is cached; return the result."""
+def _home(path: Path, cache: Path, args: tuple[str, ...]) -> Path:
+    """``cache/NAME``; a run with extra arguments (another seed) lives beside it, in its own."""
+    if not args:
+        return Path(cache) / path.stem
+    return Path(cache) / f"{path.stem}@{re.sub(r'[^A-Za-z0-9.=-]+', '_', '_'.join(args))}"
+
+
+def run_one(path: Path, cache: Path = CACHE, args: tuple[str, ...] = ()) -> Result:
+    """Run one snippet (with extra command-line ``args``, e.g. ``("--seed", "1")``) unless its
+    current result is cached; return the result."""
     path = Path(path).resolve()
     key = cache_key(path)
-    home = Path(cache) / path.stem
+    home = _home(path, cache, args)
     final = home / key
     if (final / "numbers.json").exists() and (final / f"{path.stem}.ipynb").exists():
         return Result(path.stem, final, 0.0, cached=True)
@@ -174,7 +212,7 @@ def run_one(path: Path, cache: Path = CACHE) -> Result:
     temporary.mkdir(parents=True)
     start = time.perf_counter()
     try:
-        _execute(path, temporary)
+        _execute(path, temporary, tuple(args))
     except BaseException:
         shutil.rmtree(temporary, ignore_errors=True)
         raise
@@ -189,27 +227,33 @@ def run_one(path: Path, cache: Path = CACHE) -> Result:
     return Result(path.stem, final, seconds, cached=False)
 
 
-def _run_quietly(path: Path, cache: Path):
+def _run_quietly(path: Path, cache: Path, args: tuple[str, ...] = ()):
     try:
-        return run_one(path, cache)
+        return run_one(path, cache, args)
     except SnippetError as error:
         return error
 
 
-def run_all(paths=None, cache: Path = CACHE, jobs: int | None = None) -> dict[str, Result]:
-    """Run every snippet (in parallel across cores); raise one SnippetError naming all failures."""
+def run_all(
+    paths=None, cache: Path = CACHE, jobs: int | None = None, args: tuple[str, ...] = (), strict: bool = True
+) -> dict:
+    """Run every snippet (in parallel across cores), each with the extra ``args``.
+
+    ``strict``: raise one SnippetError naming all failures; otherwise map a failed snippet's
+    name to its SnippetError, so one broken snippet fails only what depends on it.
+    """
     paths = snippet_paths() if paths is None else [Path(p) for p in paths]
     jobs = jobs or os.cpu_count() or 1
-    stale = [p for p in paths if not (Path(cache) / p.stem / cache_key(p) / "numbers.json").exists()]
+    stale = [p for p in paths if not (_home(p, cache, args) / cache_key(p) / "numbers.json").exists()]
     if len(stale) <= 1 or jobs == 1:
-        outcomes = [_run_quietly(p, cache) for p in paths]
+        outcomes = [_run_quietly(p, cache, args) for p in paths]
     else:
-        with ProcessPoolExecutor(max_workers=min(jobs, len(stale))) as pool:
-            outcomes = list(pool.map(_run_quietly, paths, [cache] * len(paths)))
+        with ProcessPoolExecutor(max_workers=min(jobs, len(paths))) as pool:
+            outcomes = list(pool.map(_run_quietly, paths, [cache] * len(paths), [tuple(args)] * len(paths)))
     failures = [str(o) for o in outcomes if isinstance(o, SnippetError)]
-    if failures:
+    if failures and strict:
         raise SnippetError(f"{len(failures)} snippet(s) failed:\n\n" + "\n\n".join(failures))
-    return {result.name: result for result in outcomes}
+    return {path.stem: outcome for path, outcome in zip(paths, outcomes, strict=True)}
 
 
 def main(argv: list[str]) -> int:

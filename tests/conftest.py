@@ -14,15 +14,38 @@ sys.path.insert(0, str(ROOT))  # import pipeline
 
 from pipeline import runner  # noqa: E402
 
+OTHER_SEEDS = (1, 2)  # besides the site's seed 0: every claim must hold on these too
+
+
+class Results(dict):
+    """``name -> Result``; a snippet that failed to run fails only the tests that ask for it."""
+
+    def __getitem__(self, name):
+        outcome = super().__getitem__(name)
+        if isinstance(outcome, runner.SnippetError):
+            pytest.fail(f"snippets/{name}.py failed to run:\n{outcome}", pytrace=False)
+        return outcome
+
 
 @pytest.fixture(scope="session")
 def snippet_results():
     """Every snippet's result, run in parallel (or read from the cache) once per session."""
-    return runner.run_all()
+    return Results(runner.run_all(strict=False))
+
+
+@pytest.fixture(scope="session")
+def other_seed_results():
+    """``seed -> name -> Result`` for the seeds in OTHER_SEEDS (cached like the site's)."""
+    return {seed: Results(runner.run_all(args=("--seed", str(seed)), strict=False)) for seed in OTHER_SEEDS}
 
 
 @pytest.fixture(scope="session")
 def built_site(snippet_results, tmp_path_factory):
+    failed = [
+        name for name, outcome in dict.items(snippet_results) if isinstance(outcome, runner.SnippetError)
+    ]
+    if failed:
+        pytest.fail(f"the site cannot be built: snippet(s) {', '.join(failed)} failed", pytrace=False)
     """A clean ``mkdocs build --strict`` into a temporary folder; snippets come from the cache."""
     site = tmp_path_factory.mktemp("site")
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}

@@ -9,7 +9,18 @@ from pipeline import hooks, macros
 
 RESULTS = {
     "demo": SimpleNamespace(
-        numbers={"ratio": 3.2e-11, "count": 1234567, "share": 0.4321, "tol": 1e-6, "zero": 0.0},
+        numbers={
+            "ratio": 3.2e-11,
+            "count": 1234567,
+            "share": 0.4321,
+            "tol": 1e-6,
+            "zero": 0.0,
+            "dead_min": 0.331,
+            "dead_max": 0.392,
+            "same_min": 2.0,
+            "same_max": 2.0,
+        },
+        claims={"vanishes": {"holds": True, "statement": "The first layer's gradient vanishes."}},
         figures={"curve": {"alt": "A falling curve.", "title": "Curve"}},
     )
 }
@@ -28,6 +39,10 @@ RESULTS = {
         ("{{ demo.count:, }}", "1,234,567"),
         ("{{ demo.count }}", "1234567"),
         (r"\{{ demo.count }}", "{{ demo.count }}"),
+        ("{{ range demo.dead:.0% }}", "33–39%"),
+        ("{{ range demo.dead:.2f }}", "0.33–0.39"),
+        ("{{ range demo.same }}", "2"),
+        ("{{ demo.vanishes }}", "The first layer's gradient vanishes."),
     ],
 )
 def test_numbers_are_formatted(source, expected):
@@ -46,8 +61,8 @@ def test_figure_has_both_palettes_alt_text_and_a_link_to_its_snippet():
     [
         (
             "one\ntwo {{ demo.missing }}",
-            "page.md:2: {{ demo.missing }}: snippet 'demo' has no number 'missing' "
-            "(ratio, count, share, tol, zero)",
+            "page.md:2: {{ demo.missing }}: snippet 'demo' has no number or claim 'missing' "
+            "(ratio, count, share, tol, zero, dead_min, dead_max, same_min, same_max, vanishes)",
         ),
         ("{{ nope.ratio }}", "page.md:1: {{ nope.ratio }}: no snippet 'nope' (snippets: demo)"),
         (
@@ -77,3 +92,22 @@ def test_the_hook_turns_a_failing_snippet_into_a_build_failure(monkeypatch):
     monkeypatch.setattr(hooks.runner, "run_all", fail)
     with pytest.raises(PluginError, match=r"snippets/x.py:7: ValueError: bad"):
         hooks.on_config(SimpleNamespace(nav=[]))
+
+
+def test_an_unknown_key_suggests_the_closest_ones():
+    with pytest.raises(
+        macros.MacroError, match=r"page.md:2: .*no number or claim 'ration'; did you mean ratio"
+    ):
+        macros.substitute("text\n{{ demo.ration }}", RESULTS, "page.md")
+    with pytest.raises(macros.MacroError, match=r"no spread 'deda'; did you mean dead"):
+        macros.substitute("{{ range demo.deda }}", RESULTS, "page.md")
+    with pytest.raises(macros.MacroError, match=r"no figure 'curv'; did you mean curve"):
+        macros.substitute("{{ figure demo.curv }}", RESULTS, "page.md")
+
+
+def test_a_range_quotes_both_ends():
+    assert macros.quoted_keys("{{ range demo.dead:.0% }} and {{ demo.vanishes }}") == {
+        ("demo", "dead_min"),
+        ("demo", "dead_max"),
+        ("demo", "vanishes"),
+    }

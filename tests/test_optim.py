@@ -130,3 +130,22 @@ def test_divergence_stops_at_the_first_non_finite_iterate():
     with np.errstate(over="ignore", invalid="ignore"):
         trace = optim.gradient_descent(quadratic(np.diag([1.0, 10.0])), [1.0, 1.0], 10.0, max_iter=100_000)
     assert not trace.converged and trace.iterations < 1000
+
+
+def test_adam_first_step_is_lr_times_the_sign_of_the_gradient():
+    """With the bias corrections, Adam's first step is η·g/(|g| + ε): ≈ η per coordinate,
+    whatever the gradient's size (the diagonal preconditioning the chapters rely on)."""
+    params = [np.array([1.0, -2.0, 3.0])]
+    grads = [np.array([1e-6, -5.0, 0.0])]
+    new = optim.Adam(params, lr=0.1, eps=1e-12).step(params, grads)
+    np.testing.assert_allclose(new[0], [1.0 - 0.1, -2.0 + 0.1, 3.0], rtol=1e-5)
+    assert params[0].tolist() == [1.0, -2.0, 3.0], "the input parameters are not modified"
+
+
+def test_adam_minimizes_an_ill_conditioned_quadratic():
+    scales = np.array([1.0, 1e-4])
+    params = [np.array([1.0, 1.0])]
+    adam = optim.Adam(params, lr=0.05)
+    for _ in range(2000):
+        params = adam.step(params, [scales * params[0]])
+    assert np.abs(params[0]).max() < 1e-2

@@ -84,3 +84,53 @@ def test_docstring_becomes_the_notebook_title_cell(tmp_path):
     notebook = runner.to_notebook(path)
     assert notebook.cells[0].cell_type == "markdown"
     assert notebook.cells[0].source == "# A tiny snippet"
+
+
+SLOW = '''"""A snippet that hangs."""
+
+# timeout: 3
+
+# %% [markdown]
+# Never finishes its second code cell.
+
+# %%
+import time
+
+# %%
+while True:
+    time.sleep(0.1)
+'''
+
+CLAIM = '''"""A snippet whose claim depends on the seed."""
+
+# %% [markdown]
+# Claims the seed is 0.
+
+# %%
+from gradlab import snippet
+
+args, results = snippet.parse(snippet.parser())
+results.claim("seed_is_zero", args.seed == 0, "The seed is zero.", {"seed": args.seed})
+results.save()
+'''
+
+
+def test_a_snippet_past_its_limit_names_the_cell_and_the_limit(tmp_path):
+    path = tmp_path / "slow.py"
+    path.write_text(SLOW)
+    assert runner.time_limit(path) == 3
+    with pytest.raises(runner.SnippetError) as failure:
+        runner.run_one(path, cache=tmp_path / "cache")
+    line = SLOW.splitlines().index("while True:") + 1
+    assert str(failure.value) == f"{path}:{line}: ran past 3 s (the cell starting here)"
+
+
+def test_another_seed_is_cached_apart_and_a_failing_claim_fails_the_run(tmp_path):
+    path = tmp_path / "claims.py"
+    path.write_text(CLAIM)
+    site = runner.run_one(path, cache=tmp_path / "cache")
+    assert site.claims == {"seed_is_zero": {"holds": True, "statement": "The seed is zero."}}
+    outcomes = runner.run_all([path], cache=tmp_path / "cache", args=("--seed", "1"), strict=False)
+    message = str(outcomes["claims"])
+    assert "claim 'seed_is_zero' does not hold: The seed is zero." in message and "'seed': 1" in message
+    assert runner.run_one(path, cache=tmp_path / "cache").cached, "the site's result is untouched"

@@ -77,7 +77,11 @@ def test_the_scaffold_writes_snippet_page_nav_entry_and_numbers(scaffolded):
     assert positions == sorted(positions), "the seven sections must come in the contract's order"
     todos = scaffold.open_todos(page)
     assert len(todos) == 1 + len(SECTIONS), todos  # one box for the draft, one per section
-    assert set(recorded(copy)) == {"max_disagreement"}
+    assert set(recorded(copy)) == {
+        "max_disagreement",
+        "n_seeds",
+        *(f"first_to_last_{end}" for end in ("median", "min", "max")),
+    }
 
     after = (copy / "mkdocs.yml").read_text(encoding="utf-8")
     assert (scaffold.DRAFTS, PAGE) in scaffold.nav_pages(after)

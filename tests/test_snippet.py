@@ -63,3 +63,49 @@ def test_a_figure_needs_a_title_and_alt_text(tmp_path):
     assert results.figures == {"curve": {"alt": "A rising line.", "title": "A line"}}
     assert (tmp_path / "curve.svg").exists() and (tmp_path / "curve-dark.svg").exists()
     plt.close(fig)
+
+
+def test_claims_are_recorded_and_a_failing_one_fails_the_run(tmp_path, capsys, monkeypatch):
+    monkeypatch.delitem(sys.modules, "ipykernel", raising=False)
+    results = snippet.Results("demo", tmp_path)
+    results.number("ratio", 0.5, "a ratio")
+    assert results.claim("small", 0.5 < 1, "The ratio is below 1.", {"ratio": 0.5}) is True
+    with pytest.raises(TypeError, match="bool"):
+        results.claim("not_bool", 0.5, "A number is not a condition.")
+    with pytest.raises(ValueError, match="twice"):
+        results.claim("ratio", True, "Same name as a number.")
+    results.claim("large", 0.5 > 1, "The ratio exceeds 1.", {"ratio": 0.5})
+    with pytest.raises(SystemExit) as leave:
+        results.save()
+    assert leave.value.code == 1
+    error = capsys.readouterr().err
+    assert "claim 'large' does not hold: The ratio exceeds 1." in error and "'ratio': 0.5" in error
+    assert "small" not in error
+    saved = json.loads((tmp_path / "numbers.json").read_text())
+    assert saved["claims"] == {
+        "small": {"holds": True, "statement": "The ratio is below 1."},
+        "large": {"holds": False, "statement": "The ratio exceeds 1."},
+    }
+
+
+def test_in_a_kernel_a_failing_claim_raises(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ipykernel", object())
+    results = snippet.Results("demo", tmp_path)
+    results.claim("wrong", False, "Two is less than one.", {"two": 2})
+    with pytest.raises(snippet.ClaimFailed, match="claim 'wrong' does not hold: Two is less than one"):
+        results.save()
+
+
+def test_seeds_of_two_runs_never_overlap():
+    assert snippet.seeds(0) == [0, 1, 2, 3, 4]
+    assert snippet.seeds(1) == [5, 6, 7, 8, 9]
+    assert not set(snippet.seeds(2)) & set(snippet.seeds(3))
+
+
+def test_spread_records_median_min_max_and_the_number_of_seeds(tmp_path):
+    results = snippet.Results("demo", tmp_path)
+    assert results.spread("dead", [0.3, 0.1, 0.2, 0.5, 0.4], "dead share") == (0.3, 0.1, 0.5)
+    numbers = {key: entry["value"] for key, entry in results.numbers.items()}
+    assert numbers == {"n_seeds": 5, "dead_median": 0.3, "dead_min": 0.1, "dead_max": 0.5}
+    with pytest.raises(ValueError, match="n_seeds"):
+        results.spread("other", [1.0, 2.0], "fewer seeds")

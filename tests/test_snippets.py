@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT
+from conftest import OTHER_SEEDS, ROOT
 
 from pipeline import record, runner
 
@@ -43,6 +43,29 @@ def test_snippet_contract(name, snippet_results):
         for stem in (key, f"{key}-dark"):
             svg = (result.folder / f"{stem}.svg").read_text(encoding="utf-8")
             assert svg.lstrip().startswith("<?xml") and "<svg" in svg, f"{name}: {stem}.svg is not an SVG"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_snippet_checks_claims(name, snippet_results):
+    """A chapter's qualitative sentences are claims its snippet checks; the site's run holds them
+    (a failing claim would have failed the run) and records each with its statement."""
+    claims = snippet_results[name].claims
+    assert claims, f"{name}.py states no claims: state the chapter's sentences with results.claim()"
+    for claim, entry in claims.items():
+        assert entry["holds"] is True and entry["statement"].strip(), f"{name}.{claim}: {entry}"
+
+
+@pytest.mark.parametrize("seed", OTHER_SEEDS)
+@pytest.mark.parametrize("name", NAMES)
+def test_claims_hold_on_other_seeds(name, seed, snippet_results, other_seed_results):
+    """The same snippet with ``--seed S`` for S other than the site's: it runs, and every claim
+    holds (the numbers may move; the sentences may not)."""
+    result = other_seed_results[seed][name]
+    failed = {claim: entry["statement"] for claim, entry in result.claims.items() if not entry["holds"]}
+    assert not failed, f"{name}.py --seed {seed}: claims do not hold: {failed}"
+    assert set(result.claims) == set(snippet_results[name].claims), (
+        f"{name}.py --seed {seed} checks other claims than the site's run"
+    )
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -217,3 +217,35 @@ def bfgs(fun, x0, gtol=1e-6, max_iter=1_000):
         return x_new, value_new, gradient_new
 
     return _run(fun, x0, step, gtol, max_iter)
+
+
+# ----- Adaptive (diagonal) preconditioning: Adam and RMSProp ------------------------------------
+
+
+class Adam:
+    """Adam (Kingma & Ba, ICLR 2015, Algorithm 1) on a list of numpy arrays.
+
+    m ← β₁m + (1 − β₁)g,  v ← β₂v + (1 − β₂)g²,  θ ← θ − η m̂ / (√v̂ + ε)
+    with the bias corrections m̂ = m / (1 − β₁ᵗ), v̂ = v / (1 − β₂ᵗ). The step divides each
+    coordinate by a running RMS of its own gradient: a diagonal preconditioner, so a uniformly
+    tiny gradient gives a step of size ≈ η, not ≈ η‖g‖. ``beta1=0`` is RMSProp with bias
+    correction (Tieleman & Hinton, 2012, lecture 6.5).
+    """
+
+    def __init__(self, params, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8):
+        self.lr, self.beta1, self.beta2, self.eps = lr, beta1, beta2, eps
+        self.m = [np.zeros_like(p) for p in params]
+        self.v = [np.zeros_like(p) for p in params]
+        self.t = 0
+
+    def step(self, params, grads):
+        """The new parameters (new arrays; the inputs are not modified)."""
+        self.t += 1
+        new = []
+        for i, (p, g) in enumerate(zip(params, grads, strict=True)):
+            self.m[i] = self.beta1 * self.m[i] + (1 - self.beta1) * g
+            self.v[i] = self.beta2 * self.v[i] + (1 - self.beta2) * g * g
+            m_hat = self.m[i] / (1 - self.beta1**self.t)
+            v_hat = self.v[i] / (1 - self.beta2**self.t)
+            new.append(p - self.lr * m_hat / (np.sqrt(v_hat) + self.eps))
+        return new

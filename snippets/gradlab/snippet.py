@@ -11,6 +11,18 @@ A snippet is a script in jupytext percent format. It runs two ways and behaves t
 Every snippet ends with ``results.save()``, which prints its numbers as an aligned table and
 writes ``numbers.json`` (the named values the chapters quote, with the tolerance the test job
 uses to compare them with their recorded values) next to its figures.
+
+Two more things make a snippet's sentences trustworthy:
+
+* **Claims.** Every qualitative sentence a chapter derives from the numbers ("vanishes",
+  "larger than", "agree to 1e-9") is stated as ``results.claim(name, holds, statement,
+  values)``. ``save()`` records all claims and then fails the run (exit status 1, or an
+  exception in a notebook) naming every claim that does not hold, with its statement and
+  values: a sentence the numbers stop supporting cannot be published.
+* **Seeds.** An experiment with random draws runs on ``seeds(args.seed)`` (five seeds derived
+  from ``--seed``: 0-4 for the site's seed 0, 5-9 for seed 1, ...) and records its spread with
+  ``results.spread(key, values, about)``: ``key_median``, ``key_min``, ``key_max``. The prose
+  quotes the range (``{{ range NAME.key:.0% }}``), and the claims must hold on every seed.
 """
 
 import argparse
@@ -27,6 +39,17 @@ from gradlab import plot
 NAME_ENV = "GRADLAB_SNIPPET_NAME"
 ARGV_ENV = "GRADLAB_SNIPPET_ARGV"
 KEY = re.compile(r"[a-z][a-z0-9_]*\Z")
+SEEDS_PER_RUN = 5
+
+
+class ClaimFailed(AssertionError):
+    """One or more of a snippet's claims do not hold: the sentence may not be published."""
+
+
+def seeds(seed: int, count: int = SEEDS_PER_RUN) -> list[int]:
+    """The ``count`` seeds an experiment runs on for ``--seed seed``: ``count*seed ... count*seed
+    + count - 1``, so the sets of two ``--seed`` values never overlap."""
+    return [count * seed + i for i in range(count)]
 
 
 class Parser(argparse.ArgumentParser):
@@ -95,6 +118,7 @@ class Results:
         self.out = Path(out)
         self.numbers: dict[str, dict] = {}
         self.figures: dict[str, dict] = {}
+        self.claims: dict[str, dict] = {}
 
     def number(self, key: str, value, about: str, rtol: float = 1e-6, atol: float = 0.0):
         """Record a number the chapter may quote as ``{{ NAME.key }}``.
@@ -113,6 +137,47 @@ class Results:
             raise TypeError(f"number {key!r} must be a bool, int or float, not {type(value)}")
         self.numbers[key] = {"value": value, "about": about, "rtol": float(rtol), "atol": float(atol)}
         return value
+
+    def spread(self, key: str, values, about: str, rtol: float = 1e-6, atol: float = 0.0):
+        """Record a quantity measured once per seed as ``key_median``, ``key_min`` and
+        ``key_max`` (and ``n_seeds``, the number of seeds, once); returns ``(median, min, max)``.
+        Quote it as ``{{ range NAME.key }}``, never as one seed's value."""
+        import numpy as np
+
+        values = np.asarray([float(v) for v in values])
+        if values.size == 0:
+            raise ValueError(f"spread {key!r}: no values")
+        if "n_seeds" not in self.numbers:
+            self.number("n_seeds", int(values.size), "seeds each experiment with random draws runs on")
+        elif self.numbers["n_seeds"]["value"] != values.size:
+            raise ValueError(
+                f"spread {key!r}: {values.size} values, but n_seeds is {self.numbers['n_seeds']['value']}"
+            )
+        summary = float(np.median(values)), float(values.min()), float(values.max())
+        for suffix, value in zip(("median", "min", "max"), summary, strict=True):
+            self.number(f"{key}_{suffix}", value, f"{about} ({suffix} over seeds)", rtol=rtol, atol=atol)
+        return summary
+
+    def claim(self, name: str, holds, statement: str, values: dict | None = None) -> bool:
+        """State a sentence the chapter derives from the numbers, as a checked condition.
+
+        ``holds`` is the condition's outcome (for a random experiment: on every seed);
+        ``statement`` the one-line sentence, quotable as ``{{ NAME.name }}``; ``values`` the
+        numbers behind it, shown when it fails. Failing claims fail ``save()``.
+        """
+        if not KEY.match(name):
+            raise ValueError(f"claim {name!r}: use lower_case letters, digits and _")
+        if name in self.claims or name in self.numbers:
+            raise ValueError(f"claim {name!r} recorded twice (or as a number)")
+        if hasattr(holds, "item"):
+            holds = holds.item()
+        if not isinstance(holds, bool):
+            raise TypeError(f"claim {name!r}: holds must be a bool, not {type(holds).__name__}")
+        if not statement.strip():
+            raise ValueError(f"claim {name!r} needs a statement")
+        shown = {key: _plain(value) for key, value in (values or {}).items()}
+        self.claims[name] = {"holds": holds, "statement": statement.strip(), "values": shown}
+        return holds
 
     def figure(self, fig, key: str, alt: str):
         """Save a figure as ``key.svg`` and ``key-dark.svg``; ``alt`` says what it shows."""
@@ -134,14 +199,52 @@ class Results:
             value = entry["value"]
             shown = f"{value:>12.4g}" if isinstance(value, float) else f"{value!s:>12}"
             lines.append(f"{key:<{width}}  {shown}  {entry['about']}")
+        if self.claims:
+            lines.append("")
+            lines.append(f"{'claim':<{width}}  {'holds':>12}  statement")
+            for name, entry in self.claims.items():
+                lines.append(
+                    f"{name:<{width}}  {'yes' if entry['holds'] else 'NO':>12}  {entry['statement']}"
+                )
         return "\n".join(lines)
 
+    def failed_claims(self) -> str:
+        """The claims that do not hold, one paragraph each, or ''."""
+        return "\n".join(
+            f"claim {name!r} does not hold: {entry['statement']}\n  values: {entry['values']}"
+            for name, entry in self.claims.items()
+            if not entry["holds"]
+        )
+
     def save(self):
-        """Print the table and write ``numbers.json``."""
+        """Print the table and write ``numbers.json``; then fail if any claim does not hold."""
         self.out.mkdir(parents=True, exist_ok=True)
         print(self.table())
-        document = {"snippet": self.name, "numbers": self.numbers, "figures": self.figures}
+        document = {
+            "snippet": self.name,
+            "numbers": self.numbers,
+            "claims": {
+                name: {"holds": c["holds"], "statement": c["statement"]} for name, c in self.claims.items()
+            },
+            "figures": self.figures,
+        }
         path = self.out / "numbers.json"
         path.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
         where = "" if in_kernel() else f" to {self.out}"  # in a notebook the folder is the build's
         print(f"\nwrote numbers.json and {2 * len(self.figures)} figure files{where}")
+        failed = self.failed_claims()
+        if failed:
+            message = f"{self.name}.py: {failed}"
+            if in_kernel():
+                raise ClaimFailed(message)
+            print(message, file=sys.stderr)
+            sys.exit(1)
+
+
+def _plain(value):
+    """A claim's value as JSON-friendly Python: numpy scalars and arrays become floats/lists."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
