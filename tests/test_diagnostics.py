@@ -63,3 +63,13 @@ def test_per_layer_factor_of_a_geometric_sequence_is_its_ratio(start, ratio, lay
     values = start * ratio ** np.arange(layers)
     assert diagnostics.per_layer_factor(values) == pytest.approx(ratio, rel=1e-9)
     assert diagnostics.per_layer_factor(values[::-1]) == pytest.approx(1 / ratio, rel=1e-9)
+
+
+def test_local_slope_of_leaky_relu_is_its_derivative():
+    from gradlab import engine, ops
+
+    z = np.array([-3.0, -1e-3, 2.0, 5.0])
+    h = ops.leaky_relu(z)
+    (expected,) = engine.grad(lambda p: ops.sum(ops.leaky_relu(p[0])), [z])
+    np.testing.assert_array_equal(diagnostics.local_slope("leaky_relu", h), expected)
+    assert diagnostics.local_slope("leaky_relu", h).tolist() == [0.01, 0.01, 1.0, 1.0]

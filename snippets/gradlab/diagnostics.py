@@ -36,13 +36,14 @@ class LayerStats:
     std: float
 
 
-def local_slope(activation, h):
-    """The activation's derivative, written as a function of its OUTPUT h."""
+def local_slope(activation, h, leaky_slope=0.01):
+    """The activation's derivative, written as a function of its OUTPUT h (for leaky ReLU, h
+    has the sign of z: 1 where h > 0, ``leaky_slope`` elsewhere, the convention of ops)."""
     slopes = {
         "tanh": lambda h: 1 - h * h,
         "sigmoid": lambda h: h * (1 - h),
         "relu": lambda h: (h > 0).astype(float),
-        "leaky_relu": lambda h: np.ones_like(h),  # never exactly 0
+        "leaky_relu": lambda h: np.where(h > 0, 1.0, leaky_slope),  # never exactly 0
         "linear": lambda h: np.ones_like(h),
     }
     if activation not in slopes:
