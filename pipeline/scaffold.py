@@ -323,12 +323,18 @@ def title_of(name: str) -> str:
     return name.replace("_", " ").capitalize()
 
 
+def normalize_name(name: str) -> str:
+    """What people type, as a snippet name: ``label-noise`` -> ``label_noise`` (a module name
+    cannot hold a dash; the page gets its dashes back from :func:`page_name`)."""
+    return (name or "").strip().replace("-", "_")
+
+
 def check_name(name: str, root: Path = ROOT) -> None:
     """Raise ScaffoldError (one line) unless ``name`` is a good, unused chapter name."""
     if not NAME.match(name or ""):
         raise ScaffoldError(
-            f"bad NAME {name!r}: use 3-40 lower-case letters, digits and _, starting with a letter "
-            "and not ending with _ (e.g. make chapter NAME=dying_relu)"
+            f"bad NAME {name!r}: use 3-40 lower-case letters, digits and _ (or -), starting with a "
+            "letter and not ending with _ (e.g. make chapter NAME=label_noise)"
         )
     if name in RESERVED:
         raise ScaffoldError(f"NAME {name!r} is reserved ({', '.join(sorted(RESERVED))}); choose another")
@@ -354,6 +360,7 @@ def scaffold(
     name: str, title: str | None = None, root: Path = ROOT, record_numbers: bool = True
 ) -> list[Path]:
     """Create the chapter ``name`` under ``root``; return the files written or changed."""
+    name = normalize_name(name)
     check_name(name, root)
     title = (title or title_of(name)).strip().rstrip(".")
     if not title or "\n" in title or '"""' in title:
@@ -401,6 +408,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.sync_contributing:
         print(f"wrote {sync_contributing().relative_to(ROOT)}")
         return 0
+    args.name = normalize_name(args.name)
     try:
         paths = scaffold(args.name, args.title)
     except ScaffoldError as error:

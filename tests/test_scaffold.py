@@ -7,6 +7,7 @@ snippet cache so that only the new snippet runs); the copy is then built with
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -145,7 +146,9 @@ def test_a_standalone_run_gives_the_recorded_numbers(scaffolded, tmp_path):
         ("", "bad NAME"),
         ("gradlab", "is reserved"),
         ("contributing", "is reserved"),
+        ("trailing-", "bad NAME"),
         (NAME, "is taken"),
+        (NAME.replace("_", "-"), f"NAME '{NAME}' is taken"),  # dashes are read as underscores
         ("only_page", "is taken: docs/only-page.md already exists"),
     ],
 )
@@ -218,3 +221,12 @@ def test_no_page_outside_drafts_has_an_open_todo():
             continue
         todos = scaffold.open_todos(path.read_text(encoding="utf-8"))
         assert not todos, f"docs/{page} is under {section!r} but has TODO(chapter) boxes: {todos}"
+
+
+def test_the_guides_example_names_are_free_on_a_fresh_clone():
+    """The first command CONTRIBUTING shows must work as typed: its NAME is valid and unused."""
+    text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    names = set(re.findall(r"make chapter NAME=([\w-]+)", text))
+    assert names, "CONTRIBUTING.md shows no `make chapter NAME=...` command"
+    for name in names:
+        scaffold.check_name(scaffold.normalize_name(name), ROOT)
