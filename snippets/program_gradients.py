@@ -26,7 +26,7 @@ parser.add_argument("--temperature", type=snippet.positive_float, default=0.1, h
 parser.add_argument("--steps", type=snippet.positive_int, default=100, help="steps for the threshold")
 parser.add_argument("--lr", type=snippet.positive_float, default=0.5, help="learning rate, threshold")
 args, results = snippet.parse(parser)
-rng = np.random.default_rng(args.seed)
+SEEDS = snippet.seeds(args.seed)  # the random experiments (the model, the threshold data) run on each
 METHODS = {"reverse": engine.grad, "forward": forward.grad, "central": numerical.central_difference}
 
 
@@ -75,16 +75,44 @@ results.number(
 )
 
 # One NaN in dL/dz reaches every weight through X^T: a model whose loss contains the masked branch.
-X = rng.normal(size=(64, 8))
-w = rng.normal(size=8)
-with np.errstate(all="ignore"):
-    grad_w = engine.grad(lambda p: masked_sqrt([ops.matmul(X, p[0])]) / len(X), [w])[0]
-    grad_w_safe = engine.grad(lambda p: double_where_sqrt([ops.matmul(X, p[0])]) / len(X), [w])[0]
-results.number(
-    "model_nan_fraction", float(np.isnan(grad_w).mean()), "model: fraction of dL/dw entries that are NaN"
+nan_fraction, safe_nan_fraction = [], []
+for seed in SEEDS:
+    rng = np.random.default_rng(seed)
+    X, w = rng.normal(size=(64, 8)), rng.normal(size=8)
+    with np.errstate(all="ignore"):
+        grad_w = engine.grad(lambda p, X=X: masked_sqrt([ops.matmul(X, p[0])]) / len(X), [w])[0]
+        grad_w_safe = engine.grad(lambda p, X=X: double_where_sqrt([ops.matmul(X, p[0])]) / len(X), [w])[0]
+    nan_fraction.append(np.isnan(grad_w).mean())
+    safe_nan_fraction.append(np.isnan(grad_w_safe).mean())
+results.spread("model_nan_fraction", nan_fraction, "model: fraction of dL/dw entries that are NaN")
+results.spread("model_safe_nan_fraction", safe_nan_fraction, "model, double where: NaN fraction")
+results.claim(
+    "masked_nan_only_in_reverse",
+    masked["reverse"][x <= 0].size > 0
+    and bool(np.isnan(masked["reverse"][x <= 0]).all())
+    and not any(np.isnan(masked[m]).any() for m in ("forward", "central", "complex")),
+    "Reverse mode returns NaN at every grid point with x <= 0; forward mode, central differences "
+    "and the complex step return none.",
+    {name: int(np.isnan(grad).sum()) for name, grad in masked.items()},
 )
-results.number(
-    "model_safe_nan_fraction", float(np.isnan(grad_w_safe).mean()), "model, double where: NaN fraction"
+results.claim(
+    "double_where_fixes_it",
+    not any(np.isnan(grad).any() for grad in safe.values()) and max(safe_nan_fraction) == 0,
+    "The double where gives no NaN by any method, on the grid or in the model.",
+    {"grid": {name: int(np.isnan(grad).sum()) for name, grad in safe.items()}, "model": safe_nan_fraction},
+)
+results.claim(
+    "one_nan_poisons_every_weight",
+    min(nan_fraction) == 1.0,
+    "In the linear model every entry of dL/dw is NaN, on every seed.",
+    {"nan_fraction": nan_fraction},
+)
+results.claim(
+    "methods_agree_off_the_kink",
+    max(agreement.values()) < 1e-6,
+    "On the double-where program at every x != 0, reverse mode agrees with forward mode, central "
+    "differences and the complex step to 1e-6 relative.",
+    agreement,
 )
 
 fig, ax = plt.subplots()
@@ -123,12 +151,27 @@ KINKS = {
     "abs": (lambda p: ops.sum(ops.abs(p[0])), 0.0),
     "clip_at_hi": (lambda p: ops.sum(ops.clip(p[0], 0.0, 1.0)), 1.0),
 }
+kink_grads = {}
 for name, (f, kink) in KINKS.items():
     grads = {method: float(g(f, [np.array([kink])])[0][0]) for method, g in METHODS.items()}
     print(f"{name:>16} at {kink}: " + ", ".join(f"{m} {v:+.3f}" for m, v in grads.items()))
     results.number(f"kink_{name}_reverse", grads["reverse"], f"{name} at its kink: reverse mode")
     results.number(f"kink_{name}_forward", grads["forward"], f"{name} at its kink: forward mode")
     results.number(f"kink_{name}_central", grads["central"], f"{name} at its kink: central", atol=1e-6)
+    kink_grads[name] = grads
+ONE_SIDED_MEAN = {"abs": 0.0}  # (left slope + right slope) / 2: (-1 + 1) / 2 for |x|, else 0.5
+relu_programs = ["relu", "max_x_0", "max_0_x", "half_x_plus_abs", "clip_low"]
+results.claim(
+    "relu_programs_disagree_at_zero",
+    len({kink_grads[n]["reverse"] for n in relu_programs}) == 3
+    and all(kink_grads[n]["reverse"] == kink_grads[n]["forward"] for n in KINKS)
+    and all(abs(kink_grads[n]["central"] - ONE_SIDED_MEAN.get(n, 0.5)) < 1e-6 for n in KINKS),
+    "The five programs for relu return three different reverse-mode slopes at 0 (0, 1 and 0.5); "
+    "forward mode returns the same as reverse mode on each program; central differences return "
+    "the mean of the two one-sided slopes on every program (0.5 for relu and at clip's bound, 0 "
+    "for |x|).",
+    kink_grads,
+)
 
 # %% [markdown]
 # ## A hard threshold
@@ -139,7 +182,7 @@ for name, (f, kink) in KINKS.items():
 
 # %%
 T_TRUE, T_START = 0.5, -1.0
-x_data = rng.uniform(-2.0, 2.0, size=200)
+x_data = np.random.default_rng(SEEDS[0]).uniform(-2.0, 2.0, size=200)  # redrawn per seed below
 y_data = (x_data > T_TRUE).astype(float)
 
 
@@ -155,7 +198,7 @@ PREDICTORS = {
 }
 
 
-def threshold_loss(predict):
+def threshold_loss(predict, x_data=x_data, y_data=y_data):
     return lambda p: ops.mean((predict(x_data - p[0]) - y_data) ** 2)
 
 
@@ -167,17 +210,38 @@ for key, name in (("hard", "hard step"), ("sigmoid", "sigmoid surrogate")):
 ste_grad = engine.grad(threshold_loss(PREDICTORS["straight-through"]), [t_start])[0]
 results.number("ste_grad_reverse", float(ste_grad), "dL/dt at the start, straight-through estimator")
 
-histories = {}
-for name, predict in PREDICTORS.items():
-    t, history = t_start.copy(), [T_START]
-    for _ in range(args.steps):
-        t = t - args.lr * engine.grad(threshold_loss(predict), [t])[0]
-        history.append(float(t))
-    histories[name] = history
+histories, finals = {}, {name: [] for name in PREDICTORS}
+accuracies, hard_grads = {name: [] for name in PREDICTORS}, []
+for seed in SEEDS:  # the data are drawn anew for each seed; the first seed's runs are drawn
+    seed_x = np.random.default_rng(seed).uniform(-2.0, 2.0, size=200)
+    seed_y = (seed_x > T_TRUE).astype(float)
+    hard_grads.append(float(engine.grad(threshold_loss(hard_step, seed_x, seed_y), [t_start])[0]))
+    for name, predict in PREDICTORS.items():
+        t, history = t_start.copy(), [T_START]
+        for _ in range(args.steps):
+            t = t - args.lr * engine.grad(threshold_loss(predict, seed_x, seed_y), [t])[0]
+            history.append(float(t))
+        histories.setdefault(name, history)
+        finals[name].append(history[-1])
+        accuracies[name].append(((seed_x > history[-1]) == (seed_y > 0)).mean())
+for name in PREDICTORS:
     key = name.split()[0].replace("-", "_")
-    results.number(f"{key}_final_t", history[-1], f"threshold after training, {name}", rtol=1e-6)
-    accuracy = float(((x_data > history[-1]) == (y_data > 0)).mean())
-    results.number(f"{key}_accuracy", accuracy, f"hard-step accuracy after training, {name}")
+    results.spread(f"{key}_final_t", finals[name], f"threshold after training, {name}")
+    results.spread(f"{key}_accuracy", accuracies[name], f"hard-step accuracy after training, {name}")
+results.claim(
+    "step_gradient_is_exactly_zero",
+    all(g == 0 for g in hard_grads) and set(finals["hard step"]) == {T_START},
+    "The hard step's gradient with respect to t is exactly 0 on every seed, so its threshold never "
+    "moves from the start.",
+    {"dL/dt": hard_grads, "final t": finals["hard step"]},
+)
+results.claim(
+    "surrogates_learn_the_threshold",
+    min(accuracies["sigmoid surrogate"] + accuracies["straight-through"]) >= 0.98,
+    "The sigmoid surrogate and the straight-through estimator both reach at least 98% accuracy "
+    "with the hard step, on every seed.",
+    {name: accuracies[name] for name in ("sigmoid surrogate", "straight-through")},
+)
 results.number("t_true", T_TRUE, "true threshold")
 results.number("t_start", T_START, "starting threshold")
 results.number("temperature", args.temperature, "sigmoid surrogate's temperature")
