@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: serve build test record lint format bench chapter clean help
+.PHONY: serve build test check record lint format bench chapter clean help
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
@@ -32,15 +32,18 @@ test: $(VENV)/.dev  ## run the whole test suite: lint, library, snippets, build,
 	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest
 
-record: $(VENV)/.site  ## re-run the snippets and re-record their numbers (then review git diff)
-	$(BIN)/python -m pipeline.record $(NAME)
+check: $(VENV)/.dev  ## one chapter, fast: make check NAME=dying_relu (lint, run, numbers, claims on 3 seeds, build, its tests)
+	$(BIN)/python -m pipeline.check $(NAME)
+
+record: $(VENV)/.site  ## re-run the snippets and re-record their numbers: make record [NAME=x] [FRESH=1] (then git diff)
+	$(BIN)/python -m pipeline.record $(if $(FRESH),--fresh) $(NAME)
 
 chapter: $(VENV)/.site  ## new chapter: make chapter NAME=dying_relu [TITLE="Dying ReLUs"] (page, snippet, nav, numbers)
 	$(BIN)/python -m pipeline.scaffold "$(NAME)" $(if $(TITLE),--title "$(TITLE)")
 
-lint: $(VENV)/.dev  ## ruff: lint and format in place
-	$(BIN)/ruff check --fix .
+lint: $(VENV)/.dev  ## ruff: format in place, then lint (fixing what it can); line length 110
 	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
 
 bench: $(VENV)/.dev  ## print build, rebuild, snippet and test-suite timings
 	$(BIN)/python benchmarks/build.py

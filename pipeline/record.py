@@ -25,13 +25,14 @@ def load(name: str) -> dict:
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
 
 
-def write(result: runner.Result) -> Path:
+def write(result: runner.Result, fresh: bool = False) -> Path:
     """Pin a result's numbers, one per line and sorted, so diffs read well. A recorded value
     that the new one matches within its tolerance is kept as it is, so ``git diff`` shows only
-    the numbers that moved (not last-digit rounding noise)."""
+    the numbers that moved (not last-digit rounding noise); ``fresh`` records every value anew
+    (after replacing the scaffold's experiment, say)."""
     RECORDED.mkdir(parents=True, exist_ok=True)
     path = recorded_path(result.name)
-    recorded = load(result.name)
+    recorded = {} if fresh else load(result.name)
     numbers = {}
     for key, entry in result.document["numbers"].items():
         old = recorded.get(key)
@@ -80,7 +81,8 @@ def drift(document: dict, recorded: dict, docs: Path = DOCS) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    names = set(argv)
+    fresh = "--fresh" in argv
+    names = {name for name in argv if name != "--fresh"}
     paths = [p for p in runner.snippet_paths() if not names or p.stem in names]
     if names - {p.stem for p in paths}:
         print(f"unknown snippet(s): {', '.join(sorted(names - {p.stem for p in paths}))}", file=sys.stderr)
@@ -92,7 +94,7 @@ def main(argv: list[str]) -> int:
         return 1
     for result in results.values():
         changes = drift(result.document, load(result.name))
-        path = write(result)
+        path = write(result, fresh=fresh)
         print(f"{path.relative_to(runner.ROOT)}: {len(changes)} change(s)")
         for line in changes:
             print(f"  {line}")

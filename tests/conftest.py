@@ -33,10 +33,24 @@ def snippet_results():
     return Results(runner.run_all(strict=False))
 
 
+SELECTED_FOR_OTHER_SEEDS: set[str] = set()  # the snippets whose other-seed tests were selected
+
+
+def pytest_collection_modifyitems(session, config, items):
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if "other_seed_results" in getattr(item, "fixturenames", ()) and "name" in params:
+            SELECTED_FOR_OTHER_SEEDS.add(params["name"])
+
+
 @pytest.fixture(scope="session")
 def other_seed_results():
-    """``seed -> name -> Result`` for the seeds in OTHER_SEEDS (cached like the site's)."""
-    return {seed: Results(runner.run_all(args=("--seed", str(seed)), strict=False)) for seed in OTHER_SEEDS}
+    """``seed -> name -> Result`` for the seeds in OTHER_SEEDS (cached like the site's), for the
+    snippets whose tests were selected (``-k NAME`` runs only that one)."""
+    paths = [runner.SNIPPETS / f"{name}.py" for name in sorted(SELECTED_FOR_OTHER_SEEDS)]
+    return {
+        seed: Results(runner.run_all(paths, args=("--seed", str(seed)), strict=False)) for seed in OTHER_SEEDS
+    }
 
 
 @pytest.fixture(scope="session")
