@@ -8,6 +8,7 @@
   writes the notebook CSS they share.
 """
 
+import logging
 import os
 import re
 import shutil
@@ -51,6 +52,8 @@ def _chapter_order(config, names) -> list[str]:
 
 
 def on_config(config):
+    if logging.getLogger("mkdocs").getEffectiveLevel() > logging.DEBUG:  # unless `mkdocs -v`
+        logging.getLogger("mkdocs.plugins.mkdocs_jupyter").setLevel(logging.WARNING)  # "Copied ..."
     notebook_pages.STYLESHEETS.clear()  # left over if the previous build under `serve` failed
     try:
         RESULTS.clear()

@@ -19,7 +19,7 @@ import shlex
 import shutil
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -234,26 +234,63 @@ def _run_quietly(path: Path, cache: Path, args: tuple[str, ...] = ()):
         return error
 
 
+def _say(progress: bool, line: str) -> None:
+    if progress:
+        print(line, file=sys.stderr, flush=True)
+
+
 def run_all(
-    paths=None, cache: Path = CACHE, jobs: int | None = None, args: tuple[str, ...] = (), strict: bool = True
+    paths=None,
+    cache: Path = CACHE,
+    jobs: int | None = None,
+    args: tuple[str, ...] = (),
+    strict: bool = True,
+    progress: bool = True,
 ) -> dict:
     """Run every snippet (in parallel across cores), each with the extra ``args``.
 
     ``strict``: raise one SnippetError naming all failures; otherwise map a failed snippet's
     name to its SnippetError, so one broken snippet fails only what depends on it.
+    ``progress``: one line per snippet that runs (done in N s / failed) and a summary, on stderr.
     """
     paths = snippet_paths() if paths is None else [Path(p) for p in paths]
     jobs = jobs or os.cpu_count() or 1
     stale = [p for p in paths if not (_home(p, cache, args) / cache_key(p) / "numbers.json").exists()]
+    label = f" ({' '.join(args)})" if args else ""
+    if stale:
+        _say(
+            progress,
+            f"snippets{label}: {len(paths) - len(stale)} cached, "
+            f"running {len(stale)} on {min(jobs, len(stale))} core(s)",
+        )
+    start = time.perf_counter()
+    outcomes: dict[str, object] = {}
+
+    def report(path: Path, outcome) -> None:
+        outcomes[path.stem] = outcome
+        if isinstance(outcome, SnippetError):
+            _say(progress, f"  failed   {path.stem}: {str(outcome).splitlines()[0]}")
+        elif not outcome.cached:
+            _say(progress, f"  done     {path.stem:<28} {outcome.seconds:6.1f} s")
+
     if len(stale) <= 1 or jobs == 1:
-        outcomes = [_run_quietly(p, cache, args) for p in paths]
+        for path in paths:
+            report(path, _run_quietly(path, cache, args))
     else:
-        with ProcessPoolExecutor(max_workers=min(jobs, len(paths))) as pool:
-            outcomes = list(pool.map(_run_quietly, paths, [cache] * len(paths), [tuple(args)] * len(paths)))
-    failures = [str(o) for o in outcomes if isinstance(o, SnippetError)]
+        with ProcessPoolExecutor(max_workers=min(jobs, len(stale))) as pool:
+            futures = {pool.submit(_run_quietly, p, cache, tuple(args)): p for p in paths}
+            for future in as_completed(futures):
+                report(futures[future], future.result())
+    failures = [str(o) for o in outcomes.values() if isinstance(o, SnippetError)]
+    if stale:
+        _say(
+            progress,
+            f"snippets{label}: {len(stale) - len(failures)} ran, {len(failures)} failed, "
+            f"{time.perf_counter() - start:.1f} s",
+        )
     if failures and strict:
         raise SnippetError(f"{len(failures)} snippet(s) failed:\n\n" + "\n\n".join(failures))
-    return {path.stem: outcome for path, outcome in zip(paths, outcomes, strict=True)}
+    return {path.stem: outcomes[path.stem] for path in paths}
 
 
 def main(argv: list[str]) -> int:
