@@ -14,6 +14,8 @@
   and the hash in its name changes whenever it does, so a cached copy is never stale.
 * A notebook code cell that is wider than the page scrolls sideways: it gets ``tabindex="0"``
   so that a keyboard can scroll it too (as Material does for its own code blocks).
+* The cell that imports and parses the arguments (tagged ``setup`` by the runner) is folded
+  into a ``<details>`` block, so the page opens with the experiment, not with argparse.
 """
 
 import hashlib
@@ -243,6 +245,28 @@ def _figure_images(html: str, snippet: str, figures: dict, root: str) -> str:
     return OUTPUT_PNG.sub(replace, html)
 
 
+SETUP_CELL = re.compile(r'<div class="jp-Cell jp-CodeCell[^"]*\bcelltag_setup\b[^"]*">')
+DIV_TAG = re.compile(r"<div\b|</div>")
+SETUP_SUMMARY = "Imports and command-line arguments"
+
+
+def fold_setup_cell(html: str) -> str:
+    """Wrap the cell tagged ``setup`` (the whole ``<div>``, found by balancing its nested
+    divs) in ``<details><summary>…</summary>…</details>``."""
+    match = SETUP_CELL.search(html)
+    if match is None:
+        return html
+    depth = 0
+    for tag in DIV_TAG.finditer(html, match.start()):
+        depth += 1 if tag.group(0) == "<div" else -1
+        if depth == 0:
+            end = tag.end()
+            cell = html[match.start() : end]
+            folded = f'<details class="snippet-setup"><summary>{SETUP_SUMMARY}</summary>\n{cell}\n</details>'
+            return html[: match.start()] + folded + html[end:]
+    return html
+
+
 def clean(html: str, figures: dict, root: str | None = None, snippet: str | None = None) -> str:
     """The page without CDN tags and with each figure's own alt text. Given ``root`` (the
     relative URL of the site root) and the ``snippet``'s name, its figures are the snippet's
@@ -251,6 +275,7 @@ def clean(html: str, figures: dict, root: str | None = None, snippet: str | None
     html = CDN_TAGS.sub("", html)
     html = MODULE_SCRIPTS.sub(_module_script, html)
     html = html.replace(CODE_CELL, '<div tabindex="0" class="highlight-ipynb')
+    html = fold_setup_cell(html)
     if root is not None and snippet is not None:
         html = _figure_images(html, snippet, figures, root)
     for figure in list(figures.values())[: html.count(DEFAULT_ALT)]:

@@ -96,6 +96,9 @@ def to_notebook(path: Path):
         title, _, rest = docstring.group(1).strip().partition("\n")
         text = f"# {title.strip().rstrip('.')}\n\n{rest.strip()}".strip()  # the page's heading
         notebook.cells[0] = nbformat.v4.new_markdown_cell(text)
+    setup = next((c for c in notebook.cells if c.cell_type == "code" and "snippet.parse(" in c.source), None)
+    if setup is not None:  # imports and argparse: the notebook page folds this cell away
+        setup.metadata.setdefault("tags", []).append("setup")
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
     return notebook
 

@@ -64,3 +64,26 @@ def test_output_pngs_become_the_snippets_svgs_for_both_palettes():
     assert "data:image/png" not in html
     assert '<img alt="First." loading="lazy" src="../../figures/demo/loss.svg#only-light">' in html
     assert 'src="../../figures/demo/second-dark.svg#only-dark"' in html
+
+
+def test_the_setup_cell_is_folded_with_its_nested_divs():
+    page = (
+        '<p>before</p><div class="jp-Cell jp-CodeCell jp-Notebook-cell celltag_setup">'
+        '<div class="a"><div class="b">import numpy</div></div></div><div class="jp-Cell jp-CodeCell">x</div>'
+    )
+    folded = notebook_pages.fold_setup_cell(page)
+    assert folded.startswith('<p>before</p><details class="snippet-setup"><summary>')
+    assert 'import numpy</div></div></div>\n</details><div class="jp-Cell jp-CodeCell">x</div>' in folded
+    assert notebook_pages.fold_setup_cell("<div>no setup</div>") == "<div>no setup</div>"
+
+
+def test_the_runner_tags_the_argument_cell_as_setup(tmp_path):
+    from pipeline import runner
+
+    path = tmp_path / "tiny.py"
+    path.write_text(
+        '"""Tiny."""\n\n# %%\nfrom gradlab import snippet\n\n'
+        "args, results = snippet.parse(snippet.parser())\n\n# %%\nx = 1\n"
+    )
+    tagged = [c.metadata.get("tags", []) for c in runner.to_notebook(path).cells if c.cell_type == "code"]
+    assert tagged == [["setup"], []]
