@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: serve build test check record lint format bench chapter clean help
+.PHONY: serve build test check record lint format bench bench-flaky chapter clean help
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
@@ -47,6 +47,9 @@ lint: $(VENV)/.dev  ## ruff: format in place, then lint (fixing what it can); li
 
 bench: $(VENV)/.dev  ## print build, rebuild, snippet and test-suite timings
 	$(BIN)/python benchmarks/build.py
+
+bench-flaky: $(VENV)/.dev  ## the browser suite 3 times with both cores loaded: every run must pass
+	$(BIN)/python benchmarks/browser_under_load.py 3
 
 clean:  ## remove the site, the caches and outputs (keeps .venv)
 	rm -rf site .cache out
