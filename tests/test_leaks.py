@@ -1,9 +1,18 @@
-"""gradlab.leaks: primal values under every method, and the update-norm check."""
+"""gradlab.leaks: primal values under every method, the update-norm checks, and Adam with flawed
+in-place kernels."""
 
 import numpy as np
 import pytest
-from gradlab import engine, forward, numerical, ops
-from gradlab.leaks import frozen_parameters, primal, update_norms
+from gradlab import engine, forward, numerical, ops, optim
+from gradlab.leaks import (
+    InPlaceAdam,
+    addcdiv_,
+    addcmul_,
+    frozen_parameters,
+    primal,
+    stuck_parameters,
+    update_norms,
+)
 
 
 def test_primal_reads_the_value_under_every_method():
@@ -47,3 +56,41 @@ def test_mismatched_lengths_are_errors():
         update_norms([np.zeros(1), np.zeros(1)], [np.zeros(1)])
     with pytest.raises(ValueError, match="1 names for 2"):
         frozen_parameters([np.zeros(1)] * 2, [np.zeros(1)] * 2, ["a"])
+
+
+def test_stuck_parameters_needs_a_nonzero_gradient():
+    before = [np.zeros(2), np.zeros(2)]
+    after = [np.zeros(2), np.zeros(2)]
+    grads = [np.array([0.0, 1e-30]), np.zeros(2)]
+    assert stuck_parameters(before, after, grads, ["moved nowhere", "no gradient"]) == ["moved nowhere"]
+    with pytest.raises(ValueError, match="1 names"):
+        stuck_parameters(before, after, grads, ["a"])
+
+
+@pytest.mark.parametrize("kernel", [addcmul_, addcdiv_])
+def test_flawed_kernels_miss_only_non_contiguous_outputs(kernel):
+    a, b = np.full((3, 2), 2.0), np.full((3, 2), 4.0)
+    contiguous, transposed = np.zeros((3, 2)), np.zeros((2, 3)).T
+    kernel(contiguous, a, b, 1.0, flawed=True)
+    kernel(transposed, a, b, 1.0, flawed=True)
+    assert np.all(contiguous != 0) and np.all(transposed == 0)
+    kernel(transposed, a, b, 1.0)  # the correct kernel writes into any layout
+    np.testing.assert_array_equal(transposed, contiguous)
+
+
+def test_in_place_adam_is_adam_and_the_flawed_one_freezes_transposed_parameters():
+    rng = np.random.default_rng(0)
+    params = [rng.normal(size=(4, 3)).T.copy(order="K"), rng.normal(size=5)]
+    grads = [[rng.normal(size=p.shape) for p in params] for _ in range(3)]
+    reference, adam = [p.copy() for p in params], optim.Adam(params, lr=0.1)
+    correct, flawed = [p.copy(order="K") for p in params], [p.copy(order="K") for p in params]
+    in_place, broken = InPlaceAdam(correct, lr=0.1), InPlaceAdam(flawed, lr=0.1, flawed=True)
+    for g in grads:
+        reference = adam.step(reference, g)
+        in_place.step(correct, g)
+        broken.step(flawed, g)
+    for got, expected in zip(correct, reference, strict=True):
+        np.testing.assert_allclose(got, expected, rtol=1e-12)
+    np.testing.assert_array_equal(flawed[0], params[0])  # not contiguous: never moved
+    assert np.all(broken.exp_avg_sq[0] == 0) and np.any(broken.exp_avg[0] != 0)
+    np.testing.assert_allclose(flawed[1], reference[1], rtol=1e-12)  # contiguous: a normal Adam step

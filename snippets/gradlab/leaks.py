@@ -2,8 +2,10 @@
 never land.
 
 `primal` lets one program build a mask (``x > 0``) under every differentiation method;
-`update_norms` and `frozen_parameters` are the check that catches an optimizer step that
-silently did nothing: after a step, every trained parameter must have moved.
+`update_norms`, `frozen_parameters` and `stuck_parameters` are the check that catches an
+optimizer step that silently did nothing: after a step, every trained parameter with a non-zero
+gradient must have moved. `InPlaceAdam` re-enacts the 2025 case of an Adam step whose in-place
+kernels missed non-contiguous outputs (PyTorch's MPS backend, issue #118115).
 """
 
 import numpy as np
@@ -42,3 +44,61 @@ def frozen_parameters(before, after, names):
     if len(names) != len(norms):
         raise ValueError(f"{len(names)} names for {len(norms)} parameters")
     return [name for name, norm in zip(names, norms, strict=True) if norm == 0.0]
+
+
+def stuck_parameters(before, after, grads, names):
+    """The names of the parameters that did not move although their gradient is non-zero.
+
+    The sharper form of `frozen_parameters`: a zero gradient explains a zero update; a
+    non-zero gradient with a zero update means the step was written somewhere else."""
+    norms = update_norms(before, after)
+    if not (len(names) == len(norms) == len(grads)):
+        raise ValueError(f"{len(names)} names, {len(norms)} parameters, {len(grads)} gradients")
+    return [
+        name
+        for name, norm, grad in zip(names, norms, grads, strict=True)
+        if norm == 0.0 and np.any(np.asarray(grad) != 0)
+    ]
+
+
+# --8<-- [start:kernels]
+def addcmul_(out, a, b, value, flawed=False):
+    """out += value * a * b in place, as torch.Tensor.addcmul_. ``flawed=True`` behaves like the
+    MPS kernels of issue #118115: it computes into a contiguous copy of a non-contiguous `out`
+    and never writes the copy back (for a contiguous `out`, the "copy" is `out` itself)."""
+    target = np.ascontiguousarray(out) if flawed else out
+    target += value * a * b
+
+
+def addcdiv_(out, a, b, value, flawed=False):
+    """out += value * a / b in place, as torch.Tensor.addcdiv_; ``flawed`` as in `addcmul_`."""
+    target = np.ascontiguousarray(out) if flawed else out
+    target += value * a / b
+
+
+# --8<-- [end:kernels]
+
+
+class InPlaceAdam:
+    """torch.optim.Adam's single-tensor step (Kingma & Ba, ICLR 2015) on numpy arrays, in place:
+
+    m.lerp_(g, 1 - beta1); v.mul_(beta2).addcmul_(g, g, 1 - beta2);
+    p.addcdiv_(m, sqrt(v) / sqrt(1 - beta2^t) + eps, -lr / (1 - beta1^t)).
+
+    The state buffers are ``np.zeros_like(p)``, which keeps p's memory layout (as
+    ``torch.zeros_like`` does). ``flawed`` selects the kernels of `addcmul_` and `addcdiv_`."""
+
+    def __init__(self, params, lr, flawed=False, beta1=0.9, beta2=0.999, eps=1e-8):
+        self.lr, self.flawed, self.beta1, self.beta2, self.eps, self.t = lr, flawed, beta1, beta2, eps, 0
+        self.exp_avg = [np.zeros_like(p) for p in params]
+        self.exp_avg_sq = [np.zeros_like(p) for p in params]
+
+    def step(self, params, grads):
+        """Update `params` (and the state) in place."""
+        self.t += 1
+        for p, g, m, v in zip(params, grads, self.exp_avg, self.exp_avg_sq, strict=True):
+            m += (1 - self.beta1) * (g - m)  # lerp_: an ordinary in-place update, any layout
+            v *= self.beta2
+            addcmul_(v, g, g, 1 - self.beta2, self.flawed)
+            denom = np.sqrt(v) / np.sqrt(1 - self.beta2**self.t) + self.eps
+            addcdiv_(p, m, denom, -self.lr / (1 - self.beta1**self.t), self.flawed)
