@@ -35,7 +35,7 @@ def main(argv: list[str]) -> int:
         print("usage: make check NAME=snippet_name", file=sys.stderr)
         return 2
     name = scaffold.normalize_name(argv[0])
-    path = runner.SNIPPETS / f"{name}.py"
+    path = runner.snippet_path(name)
     if not path.exists():
         known = [p.stem for p in runner.snippet_paths()]
         print(f"no snippets/{name}.py{macros.close_keys(name, known)}", file=sys.stderr)
@@ -76,7 +76,7 @@ def main(argv: list[str]) -> int:
         try:
             quoted = sorted({m.group(2) for m in macros.MACRO.finditer(page.read_text("utf-8"))})
             results = runner.run_all(
-                [runner.SNIPPETS / f"{s}.py" for s in quoted if (runner.SNIPPETS / f"{s}.py").exists()]
+                [runner.snippet_path(s) for s in quoted if runner.snippet_path(s).exists()]
             )
             macros.substitute(page.read_text("utf-8"), results, page.relative_to(record.DOCS).as_posix())
         except (macros.MacroError, runner.SnippetError) as error:

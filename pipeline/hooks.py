@@ -61,7 +61,7 @@ def on_config(config):
     except runner.SnippetError as error:
         raise PluginError(f"a snippet failed, so nothing is published:\n{error}") from None
     notebooks = [
-        {_title(runner.SNIPPETS / f"{name}.py"): f"notebooks/{name}.ipynb"}
+        {_title(runner.snippet_path(name)): f"notebooks/{name}.ipynb"}
         for name in _chapter_order(config, RESULTS)
     ]
     nav = [entry for entry in (config.nav or []) if NOTEBOOK_NAV_TITLE not in entry]
@@ -131,7 +131,9 @@ def on_pre_page(page, config, files):
     if name and config.repo_url and config.edit_uri:
         # the page is generated from the snippet: "edit this page" edits the snippet
         base = config.repo_url.rstrip("/") + "/" + config.edit_uri.strip("/")
-        page.edit_url = re.sub(r"/docs$", "", base) + f"/snippets/{name}.py"
+        page.edit_url = (
+            re.sub(r"/docs$", "", base) + "/" + runner.snippet_path(name).relative_to(runner.ROOT).as_posix()
+        )
     return page
 
 

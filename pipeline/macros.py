@@ -21,6 +21,7 @@ page, the line and what the snippet does have.
 """
 
 import re
+from pathlib import Path
 
 MACRO = re.compile(
     r"(?<!\\)\{\{\s*(figure\s+|range\s+)?([a-z][a-z0-9_]*)\.([a-z][a-z0-9_]*)\s*(?::([^}]*?))?\s*\}\}"
@@ -68,16 +69,18 @@ def close_keys(key: str, known) -> str:
     return f"; did you mean {', '.join(near)}?" if near else ""
 
 
-def figure_markdown(snippet: str, key: str, figure: dict, page_depth: int) -> str:
-    """Markdown for one figure: light and dark images, caption, link to the snippet's page."""
+def figure_markdown(snippet: str, key: str, figure: dict, page_depth: int, source: str | None = None) -> str:
+    """Markdown for one figure: light and dark images, caption, link to the snippet's page;
+    ``source`` is the snippet's path under ``snippets/`` without ``.py`` (default: its name)."""
     up = "../" * page_depth
+    source = source or snippet
     alt = figure["alt"].replace("]", "\\]").replace("\n", " ")
     return (
         '<figure markdown="span">\n'
         f"  ![{alt}]({up}figures/{snippet}/{key}.svg#only-light){{ loading=lazy }}"
         f"![{alt}]({up}figures/{snippet}/{key}-dark.svg#only-dark){{ loading=lazy }}\n"
         f'  <figcaption markdown="span">Drawn by '
-        f"[`snippets/{snippet}.py`]({up}notebooks/{snippet}.ipynb)</figcaption>\n"
+        f"[`snippets/{source}.py`]({up}notebooks/{snippet}.ipynb)</figcaption>\n"
         "</figure>"
     )
 
@@ -99,7 +102,16 @@ def substitute(markdown: str, results: dict, page: str) -> str:
                 known = ", ".join(figures) or "none"
                 hint = close_keys(key, figures)
                 raise MacroError(f"{where}: snippet {snippet!r} has no figure {key!r}{hint} ({known})")
-            return figure_markdown(snippet, key, figures[key], depth)
+            folder = getattr(results[snippet], "folder", None)
+            framework = (
+                folder is not None
+                and (
+                    Path(__file__).resolve().parents[1] / "snippets" / "frameworks" / f"{snippet}.py"
+                ).exists()
+            )
+            return figure_markdown(
+                snippet, key, figures[key], depth, f"frameworks/{snippet}" if framework else None
+            )
         numbers = results[snippet].numbers
         claims = getattr(results[snippet], "claims", {})
         if is_figure:  # range
@@ -159,7 +171,7 @@ def main(argv: list[str]) -> int:
         path = Path(name)
         text = path.read_text(encoding="utf-8")
         quoted = sorted({m.group(2) for m in MACRO.finditer(text)})
-        paths = [runner.SNIPPETS / f"{snippet}.py" for snippet in quoted]
+        paths = [runner.snippet_path(snippet) for snippet in quoted]
         try:
             results = runner.run_all([p for p in paths if p.exists()])
             substitute(text, results, path.name)

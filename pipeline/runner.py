@@ -26,6 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SNIPPETS = ROOT / "snippets"
 LIBRARY = SNIPPETS / "gradlab"
+FRAMEWORKS = SNIPPETS / "frameworks"  # PyTorch and JAX scripts, and modules they import
 CACHE = ROOT / ".cache" / "snippets"
 HASHED_FILES = [ROOT / "requirements.txt", Path(__file__).resolve()]
 TIMEOUT_SECONDS = 300  # a snippet's limit; a line "# timeout: N" in the snippet sets its own
@@ -67,15 +68,42 @@ class Result:
         return self.document["figures"]
 
 
+def is_snippet(path: Path) -> bool:
+    """A snippet ends with ``results.save()``; other files (``frameworks/probe_torch.py``) are
+    modules that snippets import."""
+    return not path.name.startswith("_") and re.search(r"^results\.save\(\)", path.read_text("utf-8"), re.M)
+
+
 def snippet_paths(folder: Path = SNIPPETS) -> list[Path]:
-    """Every snippet: the ``*.py`` files directly in ``snippets/`` not starting with ``_``."""
-    return sorted(p for p in Path(folder).glob("*.py") if not p.name.startswith("_"))
+    """Every snippet: the ``*.py`` files directly in ``snippets/`` not starting with ``_``, and
+    the framework scripts in ``snippets/frameworks/`` (names are unique across both)."""
+    paths = [p for p in Path(folder).glob("*.py") if not p.name.startswith("_")]
+    if Path(folder) == SNIPPETS:
+        paths += [p for p in FRAMEWORKS.glob("*.py") if is_snippet(p)]
+    return sorted(paths, key=lambda p: p.stem)
+
+
+def snippet_path(name: str) -> Path:
+    """``snippets/NAME.py``, or ``snippets/frameworks/NAME.py`` for a framework script."""
+    framework = FRAMEWORKS / f"{name}.py"
+    return (
+        framework
+        if framework.exists() and not (SNIPPETS / f"{name}.py").exists()
+        else SNIPPETS / f"{name}.py"
+    )
+
+
+def framework_modules() -> list[Path]:
+    """The modules in ``snippets/frameworks/`` that framework scripts import (not snippets)."""
+    return sorted(p for p in FRAMEWORKS.glob("*.py") if not is_snippet(p))
 
 
 def cache_key(path: Path) -> str:
     """Hash of the snippet, the library, the pinned requirements, the runner and Python."""
     digest = hashlib.sha256(sys.version.encode())
     library = sorted(LIBRARY.rglob("*.py"))
+    if Path(path).resolve().parent == FRAMEWORKS.resolve():
+        library += framework_modules()
     for file in [Path(path), *library, *HASHED_FILES]:
         digest.update(file.name.encode())
         digest.update(file.read_bytes())
@@ -148,7 +176,11 @@ def _execute(path: Path, folder: Path, args: tuple[str, ...] = ()) -> None:
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError
 
-    paths = [str(SNIPPETS), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    paths = [
+        str(SNIPPETS),
+        str(FRAMEWORKS),
+        *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep)),
+    ]
     kernel_env = {
         **os.environ,
         "GRADLAB_SNIPPET_NAME": path.stem,  # read by gradlab.snippet.parse()

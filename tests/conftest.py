@@ -47,7 +47,7 @@ def pytest_collection_modifyitems(session, config, items):
 def other_seed_results():
     """``seed -> name -> Result`` for the seeds in OTHER_SEEDS (cached like the site's), for the
     snippets whose tests were selected (``-k NAME`` runs only that one)."""
-    paths = [runner.SNIPPETS / f"{name}.py" for name in sorted(SELECTED_FOR_OTHER_SEEDS)]
+    paths = [runner.snippet_path(name) for name in sorted(SELECTED_FOR_OTHER_SEEDS)]
     return {
         seed: Results(runner.run_all(paths, args=("--seed", str(seed)), strict=False)) for seed in OTHER_SEEDS
     }

@@ -74,7 +74,7 @@ def test_every_command_a_chapter_gives_is_accepted_by_its_snippet(name, argument
 
     from gradlab import snippet
 
-    path = runner.SNIPPETS / f"{name}.py"
+    path = runner.snippet_path(name)
     assert path.is_file(), f"no snippet {path.name}"
     real_parse = snippet.parse
 

@@ -28,7 +28,7 @@ def test_numbers_match_recorded(name, snippet_results):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_snippet_contract(name, snippet_results):
-    source = (runner.SNIPPETS / f"{name}.py").read_text(encoding="utf-8")
+    source = runner.snippet_path(name).read_text(encoding="utf-8")
     assert re.match(r'"""\S.*\n', source), (
         f"{name}.py must open with a docstring whose first line is its title"
     )
@@ -136,15 +136,35 @@ def test_record_keeps_values_within_tolerance_and_rewrites_the_others(tmp_path, 
 
 
 ALLOWED_IMPORTS = {"numpy", "matplotlib", "gradlab"} | set(sys.stdlib_module_names)
+FRAMEWORK_IMPORTS = ALLOWED_IMPORTS | {"torch", "jax", "probe_torch"}
 
 
-@pytest.mark.parametrize("path", sorted(runner.SNIPPETS.rglob("*.py")), ids=lambda p: p.name)
-def test_snippets_and_gradlab_import_only_numpy_matplotlib_and_the_standard_library(path):
-    """A reader runs a snippet with nothing but numpy and matplotlib installed."""
+def imported_modules(path) -> set[str]:
     import ast
 
     tree = ast.parse(path.read_text(encoding="utf-8"))
     modules = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
     modules |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and not node.level}
-    foreign = sorted(m for m in modules if m.split(".")[0] not in ALLOWED_IMPORTS)
+    return modules
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(p for p in runner.SNIPPETS.rglob("*.py") if runner.FRAMEWORKS not in p.parents),
+    ids=lambda p: p.name,
+)
+def test_snippets_and_gradlab_import_only_numpy_matplotlib_and_the_standard_library(path):
+    """A reader runs a snippet with nothing but numpy and matplotlib installed."""
+    foreign = sorted(m for m in imported_modules(path) if m.split(".")[0] not in ALLOWED_IMPORTS)
     assert not foreign, f"{path.relative_to(ROOT)} imports {foreign}: snippets need only numpy and matplotlib"
+
+
+@pytest.mark.parametrize("path", sorted(runner.FRAMEWORKS.glob("*.py")), ids=lambda p: p.name)
+def test_framework_scripts_import_one_framework_and_numpy(path):
+    """A framework script runs with its framework, numpy and matplotlib; a *_torch.py file does
+    not need JAX and a *_jax.py file does not need PyTorch."""
+    modules = {m.split(".")[0] for m in imported_modules(path)}
+    foreign = sorted(modules - FRAMEWORK_IMPORTS)
+    assert not foreign, f"{path.relative_to(ROOT)} imports {foreign}"
+    assert not (path.stem.endswith("_torch") and "jax" in modules), f"{path.name} imports jax"
+    assert not (path.stem.endswith("_jax") and "torch" in modules), f"{path.name} imports torch"
