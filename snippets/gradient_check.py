@@ -1,9 +1,8 @@
-"""Checking a backward pass: step size, the complex step, kinks and a planted bug.
+"""Checking a backward pass: step size, the complex step, kinks, tolerances and a planted bug.
 
-Measures the error of central differences against a float64 reverse-mode reference as the
-step h shrinks (truncation against rounding, in float32 and float64), the complex step's error
-over the same steps, a ReLU kink that fools the check, and a wrong backward rule that the
-check catches. Quoted by docs/checking-a-backward-pass.md.
+Central differences against a float64 reverse-mode reference as the step h shrinks (float32 and
+float64), the complex step, a ReLU kink, a wrong backward rule, which tolerance tests tell the two
+apart, and the random-direction test. Quoted by docs/checking-a-backward-pass.md.
 """
 
 # %% [markdown]
@@ -13,17 +12,20 @@ check catches. Quoted by docs/checking-a-backward-pass.md.
 # against it.
 
 # %%
+import functools
+import itertools
+
 import matplotlib.pyplot as plt
 import numpy as np
 from gradlab import check, engine, models, numerical, ops, plot, snippet
+from gradlab.tolerance import all_close, directional_check, random_direction
 
 parser = snippet.parser(__doc__)
 parser.add_argument("--width", type=snippet.positive_int, default=8, help="hidden units per layer")
+parser.add_argument("--tiny-input", type=snippet.positive_float, default=1e-8, help="scale of one input")
+parser.add_argument("--loss-weight", type=snippet.positive_float, default=1e-6, help="a small loss weight")
 parser.add_argument(
-    "--kink-distance",
-    type=snippet.positive_float,
-    default=1e-7,
-    help="distance of one ReLU pre-activation from its kink",
+    "--kink-distance", type=snippet.positive_float, default=1e-7, help="ReLU input's distance to 0"
 )
 args, results = snippet.parse(parser)
 rng = np.random.default_rng(args.seed)
@@ -143,6 +145,7 @@ small = numerical.central_difference(relu_loss, relu_params, h=args.kink_distanc
 kink_error = check.max_rel_error(relu_reference, default)
 normwise_default, normwise_small = normwise(default, relu_reference), normwise(small, relu_reference)
 forward_error = check.max_rel_error(relu_reference, check.METHODS["forward"](relu_loss, relu_params))
+complex_kink = normwise(numerical.complex_step(relu_loss, relu_params), relu_reference)  # h = 1e-20
 for key, value, about, tolerance in (
     ("kink_distance", args.kink_distance, "distance of the chosen pre-activation from the kink", {}),
     ("kink_default_h", numerical.default_step(), "default central-difference step at |x| <= 1", {}),
@@ -151,6 +154,12 @@ for key, value, about, tolerance in (
     ("kink_normwise_default_h", normwise_default, "norm-wise relative error, default step", {"rtol": 1e-3}),
     ("kink_normwise_small_h", normwise_small, "norm-wise relative error, the small step", {"atol": 1e-5}),
     ("kink_reverse_vs_forward", forward_error, "reverse vs forward mode at the same point", {"atol": 1e-12}),
+    (
+        "kink_complex_error",
+        complex_kink,
+        "norm-wise relative error, complex step (h = 1e-20)",
+        {"atol": 1e-13},
+    ),
 ):
     results.number(key, value, about, **tolerance)
 
@@ -170,9 +179,9 @@ def sigmoid_forgot_factor(t):
     return t._unary("sigmoid (buggy)", y, lambda x, y: y)  # should be y * (1 - y)
 
 
-def sigmoid_loss(p, sigmoid=ops.sigmoid):
+def sigmoid_loss(p, sigmoid=ops.sigmoid, X=X, weight=1.0):
     W, b = p
-    return ops.mean((sigmoid(X @ W + b) - 0.5) ** 2)
+    return weight * ops.mean((sigmoid(X @ W + b) - 0.5) ** 2)
 
 
 sig_params = [rng.normal(size=(4, 3)), np.zeros(3)]
@@ -190,6 +199,51 @@ try:
     )
 except AssertionError as failure:
     print(failure)
+
+# %% [markdown]
+# ## Tolerances, and a check in one direction
+# The sigmoid model on five seeds, first input scaled by `--tiny-input`: four tests |a - b| <= atol
+# + rtol |b| at loss weight 1 and `--loss-weight`, and the slope along a random v against <grad, v>.
+
+# %%
+TESTS = {"relative": (1e-6, 0.0), "absolute": (0.0, 1e-5), "gradcheck": (1e-3, 1e-5), "mixed": (1e-6, None)}
+passed, worst_tiny, directional = {}, [], {"correct": [], "buggy": []}
+for seed, weight in itertools.product(snippet.seeds(args.seed), (1.0, args.loss_weight)):
+    rng_t = np.random.default_rng(seed)
+    X_t = rng_t.normal(size=(16, 4)) * np.array([args.tiny_input, 1.0, 1.0, 1.0])
+    p_t = [rng_t.normal(size=(4, 3)), np.zeros(3)]
+    f = functools.partial(sigmoid_loss, X=X_t, weight=weight)
+    central = numerical.central_difference(f, p_t)
+    grads = {"correct": engine.grad(f, p_t)}
+    grads["buggy"] = engine.grad(functools.partial(f, sigmoid=sigmoid_forgot_factor), p_t)
+    atol_mixed = 1e-6 * max(np.abs(c).max() for c in central)  # mixed: atol from the gradient's scale
+    for (test, (rtol, atol)), (rule, g) in itertools.product(TESTS.items(), grads.items()):
+        key = f"{test}_{rule}_{'unit' if weight == 1.0 else 'small'}"
+        passed[key] = passed.get(key, 0) + all_close(g, central, rtol, atol_mixed if atol is None else atol)
+    if weight == 1.0:
+        worst_tiny.append(check.max_rel_error(grads["correct"], central))
+        v = random_direction(p_t, rng_t)
+        for rule, g in grads.items():
+            slope, dot = directional_check(f, p_t, v, g)
+            directional[rule].append(abs(slope - dot) / max(abs(slope), abs(dot)))
+results.spread("tiny_rel_error", worst_tiny, "correct rule: worst entrywise rel. error", rtol=1, atol=1e-3)
+for rule, errors in directional.items():
+    results.spread(f"direction_{rule}", errors, f"{rule} rule: random-direction relative error", atol=1e-8)
+for key, count in passed.items():
+    results.number(key, count, f"seeds passed: {key.replace('_', ' ')} (test, rule, loss weight)")
+results.number("loss_weight", args.loss_weight, "the small loss weight")
+results.number("tiny_input", args.tiny_input, "scale of the unscaled input")
+n, p = len(worst_tiny), passed
+relative_ok = p["relative_correct_unit"] == 0 and min(worst_tiny) > 1e-4
+results.claim("relative_fails_correct", relative_ok, "rtol alone fails the correct rule (worst > 1e-4)", p)
+absolute_ok = p["absolute_buggy_small"] == p["gradcheck_buggy_small"] == n and p["absolute_buggy_unit"] == 0
+results.claim("absolute_misses_bug", absolute_ok, "atol 1e-5 passes the bug at the small weight only", p)
+mixed = [p[f"mixed_correct_{w}"] == n and p[f"mixed_buggy_{w}"] == 0 for w in ("unit", "small")]
+results.claim("mixed_right", all(mixed), "the mixed test, atol = 1e-6 max|g|, is right at both weights", p)
+separates = max(directional["correct"]) < 1e-7 and min(directional["buggy"]) > 1e-2
+results.claim("direction_separates", separates, "random direction: correct < 1e-7, buggy > 1e-2", directional)
+kink_ok = complex_kink < 1e-14 and normwise_default > 1e-3
+results.claim("complex_step_at_kink", kink_ok, "at the kink: complex step < 1e-14, default step > 1e-3")
 
 # %%
 results.save()
