@@ -1,16 +1,14 @@
 """Ill-conditioning: gradient descent zig-zags, and better optimizers use the same gradient
 
-Gradient descent on a two-dimensional quadratic with condition number kappa: the zig-zag path,
-the largest stable step, iterations growing in proportion to kappa; then line search, heavy-ball
-momentum, Newton and BFGS on the same quadratic and on the Rosenbrock valley, all fed gradients
-from the same reverse-mode engine. Quoted by docs/small-gradients.md.
+Gradient descent on a 2-D quadratic with condition number kappa (zig-zag, largest stable step,
+iterations growing like kappa); a strong-Wolfe line search, the heavy ball, Newton and BFGS on it
+and on the Rosenbrock valley, with gradients from the reverse-mode engine; Adam and RMSProp as
+diagonal preconditioners, axis-aligned and rotated, on minibatches. Quoted by docs/small-gradients.md.
 """
 
 # %% [markdown]
-# The quadratic $f(x) = \tfrac12 x^\top A x$ with $A = \mathrm{diag}(1, \kappa)$ has its minimum
-# at $0$; the eigenvalues $\lambda_{\min} = 1$ and $\lambda_{\max} = \kappa$ make $\kappa$ its
-# condition number. Every optimizer below gets $f$ and $\nabla f$ from one function, `fun`
-# (`optim.reverse_mode(loss)`), which runs the engine's reverse mode (backprop).
+# $f(x) = \tfrac12 x^\top A x$ with $A = \mathrm{diag}(1, \kappa)$: minimum at $0$, condition
+# number $\kappa$. Every optimizer gets $f$ and $\nabla f$ from `optim.reverse_mode(loss)` (backprop).
 
 # %%
 import matplotlib.pyplot as plt
@@ -21,7 +19,6 @@ parser = snippet.parser(__doc__)
 parser.add_argument("--kappa", type=snippet.positive_float, default=100.0, help="condition number")
 parser.add_argument("--tol", type=snippet.positive_float, default=1e-6, help="the sweep's relative tolerance")
 args, results = snippet.parse(parser)
-rng = np.random.default_rng(args.seed)
 MAX_ITER = 2000  # a cap, so that a method that crawls ends in bounded time
 GTOL = 1e-6  # stop when |grad f| <= GTOL
 
@@ -49,7 +46,6 @@ gd = optim.gradient_descent(quadratic(kappa), x0, lr_best, gtol=GTOL, max_iter=M
 bfgs_path = optim.bfgs(quadratic(kappa), x0, gtol=GTOL)
 results.number("kappa", kappa, "condition number of the quadratic")
 results.number("lr_best", lr_best, "best fixed step 2 / (1 + kappa)")
-results.number("contraction", (kappa - 1) / (kappa + 1), "contraction per step (kappa - 1) / (kappa + 1)")
 
 # %% [markdown]
 # With the best fixed step each coordinate is multiplied by $\pm(\kappa-1)/(\kappa+1)$ per step;
@@ -67,13 +63,8 @@ bfgs_xy = np.array(bfgs_path.path)
 ax.plot(bfgs_xy[:, 0], bfgs_xy[:, 1], "s-", ms=4, label=f"BFGS, {bfgs_path.iterations} steps")
 ax.set(title=f"Gradient descent zig-zags across a valley (kappa = {kappa:g})", xlabel="x1", ylabel="x2")
 ax.legend(loc="upper left")
-results.figure(
-    fig,
-    "zigzag",
-    alt="With the best fixed step, gradient descent flips across the narrow axis "
-    "of the ellipses at every step while creeping along the long axis; BFGS reaches the "
-    "minimum in a few steps.",
-)
+alt = "With the best fixed step, gradient descent flips across the narrow axis of the ellipses at every "
+results.figure(fig, "zigzag", alt=alt + "step while creeping along the long axis; BFGS needs a few steps.")
 
 # %% [markdown]
 # The steep coordinate is multiplied by $1 - \eta\kappa$ per step: stable only for
@@ -95,17 +86,16 @@ results.number("stable_steps", STEPS, "steps in the stability test")
 # %%
 kappas = np.array([10.0, 30.0, 100.0, 300.0, 1000.0])
 sweep = {"gradient descent": [], "heavy ball": [], "BFGS": []}
-for k in kappas:
-    fun, start = quadratic(k), np.array([np.sqrt(k), 1.0])
-    gtol = args.tol * np.linalg.norm(fun(start)[1])
-    sweep["gradient descent"].append(optim.gradient_descent(fun, start, 2 / (1 + k), gtol, 20_000).iterations)
-    sweep["heavy ball"].append(
-        optim.momentum(fun, start, *optim.heavy_ball_parameters(1, k), gtol, 20_000).iterations
+for k in kappas:  # the fixed-step methods take grad f = A x directly, vectorized (fast)
+    A, start, (lr_hb, beta_hb) = (
+        np.diag([1.0, k]),
+        np.array([np.sqrt(k), 1.0]),
+        optim.heavy_ball_parameters(1, k),
     )
-    sweep["BFGS"].append(optim.bfgs(fun, start, gtol).iterations)
+    sweep["gradient descent"] += [*optim.quadratic_iterations(A, start, "gd", [2 / (1 + k)], 0, args.tol)]
+    sweep["heavy ball"] += [*optim.quadratic_iterations(A, start, "heavy_ball", [lr_hb], beta_hb, args.tol)]
+    sweep["BFGS"].append(optim.bfgs(quadratic(k), start, args.tol * np.linalg.norm(A @ start)).iterations)
 theory = np.log(1 / args.tol) / np.log((kappas + 1) / (kappas - 1))
-for k, measured, predicted in zip(kappas, sweep["gradient descent"], theory, strict=True):
-    print(f"kappa {k:6.0f}: gradient descent {measured:5d} iterations, theory {predicted:8.1f}")
 for key, value, about in (
     ("sweep_gd_iterations_max", sweep["gradient descent"][-1], "GD iterations at the largest kappa"),
     ("sweep_theory_max", theory[-1], "theory ln(1/tol)/ln((k+1)/(k-1)) at the largest kappa"),
@@ -120,24 +110,18 @@ fig, ax = plt.subplots()
 for name, counts in sweep.items():
     ax.loglog(kappas, counts, "o-", label=name)
 ax.loglog(kappas, theory, "k--", lw=1, label="theory for gradient descent")
-ax.set(
-    title="Iterations to tolerance grow with the condition number",
-    xlabel="condition number kappa (log scale)",
-    ylabel="iterations (log scale)",
-)
+ax.set(title="Iterations to tolerance grow with the condition number", ylabel="iterations (log scale)")
+ax.set_xlabel("condition number kappa (log scale)")
 ax.legend()
-results.figure(
-    fig,
-    "iterations_vs_kappa",
-    alt="Gradient descent's iteration count grows in proportion to kappa "
-    "and lies on the theory line; heavy-ball momentum grows like the square root of kappa; "
-    "BFGS stays at a handful of iterations.",
-)
+alt = "Gradient descent's iteration count grows in proportion to kappa and lies on the theory line; "
+alt += "heavy-ball momentum grows like the square root of kappa; BFGS stays at a handful of iterations."
+results.figure(fig, "iterations_vs_kappa", alt=alt)
 
 # %% [markdown]
-# The same five optimizers on the quadratic and on the Rosenbrock function
+# The same optimizers on the quadratic and on the Rosenbrock function
 # $f(x) = (1 - x_1)^2 + 100 (x_2 - x_1^2)^2$ from $(-1.2, 1)$, to $\|\nabla f\| \le$ `GTOL`.
-# Fixed steps and momentum are tuned with the Hessian's eigenvalues at the minimum.
+# The fixed step and the heavy ball get their theory-optimal tuning from the Hessian's
+# eigenvalues at the minimum; every line search is the same strong-Wolfe search.
 
 # %%
 rosen_min_eigs = rosenbrock_eigenvalues([1.0, 1.0])
@@ -147,7 +131,7 @@ problems = {
 }
 stop = {"gtol": GTOL, "max_iter": MAX_ITER}
 methods = {
-    "gd": lambda f, x, lo, hi: optim.gradient_descent(f, x, 1 / hi, **stop),
+    "gd": lambda f, x, lo, hi: optim.gradient_descent(f, x, 2 / (lo + hi), **stop),
     "line_search": lambda f, x, lo, hi: optim.gradient_descent_line_search(f, x, **stop),
     "heavy_ball": lambda f, x, lo, hi: optim.momentum(f, x, *optim.heavy_ball_parameters(lo, hi), **stop),
     "newton": lambda f, x, lo, hi: optim.newton(f, x, **stop),
@@ -159,23 +143,37 @@ with np.errstate(over="ignore", invalid="ignore"):  # the heavy ball may diverge
         for method, run in methods.items():
             trace = traces[problem, method] = run(fun, start, lo, hi)
             for what in ("iterations", "evaluations", "converged"):
-                key = f"{problem}_{method}_{what}"
-                results.number(key, getattr(trace, what), f"{method} on {problem}: {what}")
-            status = "converged" if trace.converged else "stopped  "
-            print(
-                f"{problem:10s} {method:11s}: {status} after {trace.iterations:5d} iterations, "
-                f"{trace.evaluations:5d} evaluations, |grad f| {trace.grad_norms[-1]:.1e}"
-            )
+                results.number(f"{problem}_{method}_{what}", getattr(trace, what), f"{method} on {problem}")
 results.number("max_iter", MAX_ITER, "iteration cap")
 results.number("gtol", GTOL, "gradient tolerance of the table")
-gd_predicted = np.log(np.sqrt(kappa) / GTOL) / -np.log1p(-1 / kappa)  # step 1/kappa from x0
+# From x0 = (sqrt(kappa), 1) with lr = 2/(1 + kappa) both coordinates shrink by q per step:
+# |grad f_k| = q^k |grad f_0| exactly, so k = ceil(ln(|grad f_0| / gtol) / ln(1/q)).
+gd_predicted = np.log(np.linalg.norm([np.sqrt(kappa), kappa]) / GTOL) / -np.log((kappa - 1) / (kappa + 1))
 results.number("quadratic_gd_predicted", gd_predicted, "theory for the table's GD on the quadratic")
+measured = traces["quadratic", "gd"].iterations
+claim = "the fixed-step count on the quadratic is the predicted one, rounded up (or the cap)"
+results.claim("gd_matches_theory", measured == min(np.ceil(gd_predicted), MAX_ITER), claim, {"k": measured})
+bfgs_curvatures = np.concatenate([traces[p, "bfgs"].curvatures for p in problems])
+claim = "every BFGS step from the strong-Wolfe search has y^T s > 0"
+results.claim(
+    "wolfe_keeps_bfgs_curvature", bool(np.all(bfgs_curvatures > 0)), claim, {"yTs": bfgs_curvatures}
+)
+it = {f"{p}_{m}": trace.iterations for (p, m), trace in traces.items()}
+order = [it[f"quadratic_{m}"] for m in ("newton", "bfgs", "line_search", "heavy_ball", "gd")]
+converged = [m for m in methods if traces["rosenbrock", m].converged]
+diverged = not np.isfinite(traces["rosenbrock", "heavy_ball"].grad_norms[-1])
+claim = "quadratic: Newton < BFGS < Wolfe descent < heavy ball < fixed step; Rosenbrock: only "
+claim += "Newton and BFGS converge, the heavy ball diverges"
+holds = bool(np.all(np.diff(order) > 0)) and converged == ["newton", "bfgs"] and diverged
+results.claim("table_order", holds, claim, it)
+starts = [x0 * optim.rotation(a)[0] for a in np.linspace(0.1, 1.5, 8)]  # (sqrt(kappa) cos a, -sin a)
+wolfe_starts = [optim.gradient_descent_line_search(quadratic(kappa), x, **stop).iterations for x in starts]
+results.number("wolfe_starts_min", min(wolfe_starts), "Wolfe descent: fewest iterations, 8 starts")
+results.number("wolfe_starts_max", max(wolfe_starts), "Wolfe descent: most iterations, 8 starts")
 gd_final_grad = traces["rosenbrock", "gd"].grad_norms[-1]
 results.number("rosenbrock_gd_final_grad", gd_final_grad, "GD's |grad f| at the cap", rtol=1e-4)
-results.number("rosenbrock_lambda_max", rosen_min_eigs[1], "Rosenbrock: largest Hessian eigenvalue at (1, 1)")
-results.number(
-    "rosenbrock_lambda_min", rosen_min_eigs[0], "Rosenbrock: smallest Hessian eigenvalue at (1, 1)"
-)
+results.number("rosenbrock_lambda_max", rosen_min_eigs[1], "Rosenbrock: largest eigenvalue at (1, 1)")
+results.number("rosenbrock_lambda_min", rosen_min_eigs[0], "Rosenbrock: smallest eigenvalue at (1, 1)")
 start_lambda_max = rosenbrock_eigenvalues([-1.2, 1.0])[1]
 results.number("rosenbrock_start_lambda_max", start_lambda_max, "the largest at the start (-1.2, 1)")
 lr_hb, beta_hb = optim.heavy_ball_parameters(*rosen_min_eigs)
@@ -186,38 +184,66 @@ results.number("hb_escape_iteration", escape, "heavy ball: from here on |grad f|
 results.number("hb_escape_lambda_max", rosenbrock_eigenvalues(hb.path[escape])[1], "lambda_max there")
 
 fig, ax = plt.subplots()
-for method in methods:
+for method in methods:  # a diverged run's infinite norms are not drawn
     norms = np.array(traces["rosenbrock", method].grad_norms)
     ax.semilogy(np.where(np.isfinite(norms), norms, np.nan), label=method.replace("_", " "))
-ax.set(
-    title="Rosenbrock: the same gradients, used five ways",
-    xlabel="iteration",
-    ylabel="|grad f| (log scale)",
-    xscale="symlog",
-)
+ax.set(title="Rosenbrock: the same gradients, used five ways", xlabel="iteration", xscale="symlog")
+ax.set_ylabel("|grad f| (log scale)")
 ax.legend()
-results.figure(
-    fig,
-    "rosenbrock_grad_norms",
-    alt=f"On the Rosenbrock valley Newton and BFGS reach |grad f| <= {GTOL:g} in "
-    f"{traces['rosenbrock', 'newton'].iterations} and {traces['rosenbrock', 'bfgs'].iterations} iterations; "
-    f"fixed-step and line-search gradient descent are still above it at the cap of {MAX_ITER} iterations; "
-    f"the heavy ball tuned at the minimum diverges after {traces['rosenbrock', 'heavy_ball'].iterations}.",
+iterations = {m: traces["rosenbrock", m].iterations for m in methods}
+alt = (
+    f"On the Rosenbrock valley Newton and BFGS reach |grad f| <= {GTOL:g} in {iterations['newton']} and "
+    f"{iterations['bfgs']} iterations; fixed-step and line-search gradient descent are still above it at "
+    f"the cap of {MAX_ITER}; the heavy ball tuned at the minimum diverges after {iterations['heavy_ball']}."
 )
+results.figure(fig, "rosenbrock_grad_norms", alt=alt)
+
+# %% [markdown]
+# Tuned against tuned: every method on the same grid of 13 step sizes (the heavy ball also on
+# three values of beta); then Adam and RMSProp, diagonal preconditioners, on the quadratic as it
+# is (axis-aligned) and rotated by 45 degrees, which leaves gradient descent unchanged.
+
+# %%
+lr_grid = np.geomspace(1e-3, 1, 13)
+grid = {}
+for angle, label in ((0.0, "axis"), (np.pi / 4, "rotated")):
+    R = optim.rotation(angle)
+    for method, count in optim.grid_tuned_iterations(R @ np.diag([1, kappa]) @ R.T, R @ x0, lr_grid).items():
+        grid[label, method] = results.number(f"grid_{label}_{method}", count, f"best on the grid: {method}")
+holds = all(grid["rotated", m] > 1.1 * grid["axis", m] for m in ("rmsprop", "adam"))
+claim = "Adam and RMSProp need more iterations on the rotated quadratic; gradient descent the same"
+results.claim("rotation_hurts_adaptive", holds and grid["rotated", "gd"] == grid["axis", "gd"], claim, grid)
+
+# %% [markdown]
+# Minibatches: least squares with 10 features whose scales span a factor 100 (Hessian condition
+# number about 10^4), minibatch SGD against Adam, each with its best step on the same grid (best
+# median over seeds), on every seed of `snippet.seeds`; then with the features rotated.
+
+# %%
+stochastic, seeds = {}, snippet.seeds(args.seed)
+for rotated in (False, True):
+    for method in ("sgd", "adam"):
+        key = f"minibatch_{'rotated' if rotated else 'axis'}_{method}"
+        stochastic[rotated, method], lr = optim.tuned_minibatch_losses(seeds, rotated, method, lr_grid)
+        results.spread(key, stochastic[rotated, method], f"excess loss, {method}, tuned lr")
+        results.number(key + "_lr", lr, f"{method}'s tuned step size")
+values = {f"{m}_{'rotated' if r else 'axis'}": v for (r, m), v in stochastic.items()}
+holds = bool(np.all(stochastic[False, "adam"] < stochastic[False, "sgd"]))
+claim = "with axis-aligned features, Adam ends with a lower loss than SGD on every seed"
+results.claim("adam_wins_axis_aligned_minibatch", holds, claim, values)
+holds = bool(np.any(stochastic[True, "adam"] >= stochastic[True, "sgd"]))
+claim = "with rotated features, SGD ends with a loss as low as Adam's on at least one seed"
+results.claim("adam_not_better_rotated_minibatch", holds, claim, values)
 
 # %% [markdown]
 # Is it backprop? The gradient at one BFGS iterate on the Rosenbrock function, by reverse mode,
 # forward mode, central differences and the complex step.
 
 # %%
-iterate = traces["rosenbrock", "bfgs"].path[5]
-agreement = check.compare(rosenbrock, [iterate])
-for method, about, atol in (
-    ("forward", "reverse vs forward", 1e-13),
-    ("central", "reverse vs central differences", 1e-6),
-    ("complex", "reverse vs complex step", 1e-13),
-):
-    results.number(f"backprop_vs_{method}", agreement[f"reverse vs {method}"], about, atol=atol)
+agreement = check.compare(rosenbrock, [traces["rosenbrock", "bfgs"].path[5]])
+for method, atol in (("forward", 1e-13), ("central", 1e-6), ("complex", 1e-13)):
+    error = agreement[f"reverse vs {method}"]
+    results.number(f"backprop_vs_{method}", error, f"reverse vs {method}", atol=atol)
 
 # %%
 results.save()

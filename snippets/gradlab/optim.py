@@ -125,7 +125,7 @@ def armijo_backtracking(counted, x, value, gradient, direction, t, c=1e-4, max_t
 
     A rejected trial t is replaced by the minimizer of the parabola through f(x), the slope
     and f(x + t p), kept within [0.1 t, 0.5 t] (backtracking by interpolation, Nocedal & Wright
-    ch. 3). Returns (t, x + t p, f and grad f there)."""
+    ch. 3). It only ever shrinks t. Returns (t, x + t p, f and grad f there)."""
     slope = float(gradient @ direction)
     for _ in range(max_trials):
         x_new = x + t * direction
@@ -138,41 +138,114 @@ def armijo_backtracking(counted, x, value, gradient, direction, t, c=1e-4, max_t
     return t, x_new, value_new, gradient_new
 
 
-def gradient_descent_line_search(fun, x0, t0=1.0, grow=2.0, gtol=1e-6, max_iter=10_000):
-    """p_k = -grad f(x_k), x_{k+1} = x_k + t_k p_k with t_k from Armijo backtracking.
+def _cubic_minimizer(lo, hi):
+    """The minimizer of the cubic through (t, phi, phi') at both ends (Nocedal & Wright eq. 3.59),
+    kept 10% away from the ends of the interval; the midpoint if the cubic has none there."""
+    (t_lo, v_lo, s_lo), (t_hi, v_hi, s_hi) = lo[:3], hi[:3]
+    d1 = s_lo + s_hi - 3 * (v_lo - v_hi) / (t_lo - t_hi)
+    radicand = d1 * d1 - s_lo * s_hi
+    left, right = min(t_lo, t_hi), max(t_lo, t_hi)
+    margin = 0.1 * (right - left)
+    if radicand >= 0 and np.isfinite(radicand):
+        d2 = np.sign(t_hi - t_lo) * np.sqrt(radicand)
+        t = t_hi - (t_hi - t_lo) * (s_hi + d2 - d1) / (s_hi - s_lo + 2 * d2)
+        if np.isfinite(t) and left + margin <= t <= right - margin:
+            return float(t)
+    return 0.5 * (t_lo + t_hi)
 
-    The first trial step is t0, then grow * t_{k-1}: after every accepted step the trial
-    doubles, so a region where the gradient is tiny in every direction is crossed in a few
-    doublings instead of thousands of fixed steps.
+
+def strong_wolfe(counted, x, value, gradient, direction, t, c1=1e-4, c2=0.9, grow=2.0, max_trials=60):
+    """A step t along a descent direction p that satisfies the strong Wolfe conditions
+
+        f(x + t p) <= f(x) + c1 t g^T p                 (sufficient decrease, Armijo)
+        |grad f(x + t p)^T p| <= c2 |g^T p|             (curvature),
+
+    by Nocedal & Wright's Algorithm 3.5 (bracketing: t grows by `grow` until a trial fails the
+    first condition, rises, or has a non-negative slope) and 3.6 (zoom: cubic interpolation,
+    bisection as the fallback). The curvature condition is what makes it EXTRAPOLATE where the
+    slope is still steep (a tiny gradient gives a long step), and, for BFGS, it guarantees
+    y^T s = (grad f(x + t p) - g)^T t p >= (c2 - 1) t g^T p > 0. Returns (t, x + t p, f and
+    grad f there); if no trial passes within `max_trials`, the best sufficient-decrease point.
     """
-    accepted = [t0 / grow]
+    slope0 = float(gradient @ direction)
+
+    def trial(t):
+        value_t, gradient_t = counted(x + t * direction)
+        return (t, value_t, float(gradient_t @ direction), gradient_t)
+
+    def armijo_fails(point, previous):
+        t, v = point[0], point[1]
+        return (
+            not np.isfinite(v) or v > value + c1 * t * slope0 or (previous is not None and v >= previous[1])
+        )
+
+    def done(point):
+        return point[0], x + point[0] * direction, point[1], point[3]
+
+    def zoom(lo, hi):
+        for _ in range(max_trials):
+            point = trial(_cubic_minimizer(lo, hi))
+            if armijo_fails(point, None) or point[1] >= lo[1]:
+                hi = point
+            else:
+                if abs(point[2]) <= -c2 * slope0:
+                    return done(point)
+                if point[2] * (hi[0] - lo[0]) >= 0:
+                    hi = lo
+                lo = point
+        return done(lo)
+
+    previous, start = None, (0.0, value, slope0, gradient)
+    for _ in range(max_trials):
+        point = trial(t)
+        if armijo_fails(point, previous):
+            return zoom(previous or start, point)
+        if abs(point[2]) <= -c2 * slope0:
+            return done(point)
+        if point[2] >= 0:
+            return zoom(point, previous or start)
+        previous, t = point, grow * t
+    return done(previous)
+
+
+LINE_SEARCHES = {"wolfe": strong_wolfe, "armijo": armijo_backtracking}
+
+
+def gradient_descent_line_search(fun, x0, t0=1.0, gtol=1e-6, max_iter=10_000, line_search="wolfe"):
+    """p_k = -grad f(x_k), x_{k+1} = x_k + t_k p_k with t_k from a line search.
+
+    The first trial step is t0, then Nocedal & Wright's eq. 3.60: the step that repeats the last
+    iteration's first-order decrease, t_{k-1} g_{k-1}^T p_{k-1} / g_k^T p_k.
+    """
+    search = LINE_SEARCHES[line_search]
+    last = [None]
 
     def step(x, value, gradient, k, counted):
-        t, x, value, gradient = armijo_backtracking(
-            counted, x, value, gradient, -gradient, grow * accepted[0]
-        )
-        accepted[0] = t
-        return x, value, gradient
+        slope = -float(gradient @ gradient)
+        t = t0 if last[0] is None else last[0][0] * last[0][1] / slope
+        t, x, value, gradient_new = search(counted, x, value, gradient, -gradient, t)
+        last[0] = (t, slope)
+        return x, value, gradient_new
 
     return _run(fun, x0, step, gtol, max_iter)
 
 
 def hessian_from_gradients(counted, x, h=1e-5):
-    """Column j = (grad f(x + h e_j) - grad f(x - h e_j)) / (2h), symmetrized: 2n evaluations."""
-    columns = []
-    for j in range(x.size):
-        e = np.zeros_like(x)
-        e[j] = h
-        columns.append((counted(x + e)[1] - counted(x - e)[1]) / (2 * h))
+    """Column j = H e_j by hvp.hessian_vector_product (central differences of the gradient),
+    symmetrized: 2n evaluations."""
+    from .hvp import hessian_vector_product
+
+    columns = [hessian_vector_product(counted, x, e, h=h) for e in np.eye(x.size)]
     H = np.array(columns).T
     return (H + H.T) / 2
 
 
-def newton(fun, x0, hessian=None, gtol=1e-6, max_iter=1_000):
-    """x_{k+1} = x_k + t_k p_k with H_k p_k = -grad f(x_k) (H_k the Hessian) and t_k from Armijo
-    backtracking that tries t = 1 first. `hessian(x)` gives H_k; without it H_k comes from
+def newton(fun, x0, hessian=None, gtol=1e-6, max_iter=1_000, line_search="wolfe"):
+    """x_{k+1} = x_k + t_k p_k with H_k p_k = -grad f(x_k) (H_k the Hessian) and t_k from a line
+    search that tries t = 1 first. `hessian(x)` gives H_k; without it H_k comes from
     differences of the gradient (2n evaluations, counted). Where H_k is not positive definite
-    the step is p_k = -grad f(x_k) instead."""
+    the step is p_k = -grad f(x_k) instead (the Newton model has no minimum there)."""
+    search = LINE_SEARCHES[line_search]
 
     def step(x, value, gradient, k, counted):
         H = hessian(x) if hessian is not None else hessian_from_gradients(counted, x)
@@ -181,33 +254,105 @@ def newton(fun, x0, hessian=None, gtol=1e-6, max_iter=1_000):
             direction = -np.linalg.solve(H, gradient)
         except np.linalg.LinAlgError:
             direction = -gradient
-        _, x, value, gradient = armijo_backtracking(counted, x, value, gradient, direction, 1.0)
+        _, x, value, gradient = search(counted, x, value, gradient, direction, 1.0)
         return x, value, gradient
 
     return _run(fun, x0, step, gtol, max_iter)
 
 
-def bfgs(fun, x0, gtol=1e-6, max_iter=1_000):
-    """Quasi-Newton: p_k = -H_k grad f(x_k), t_k from Armijo backtracking trying t = 1 first,
+def saddle_free_newton(fun, x0, hessian=None, gtol=1e-6, max_iter=1_000, line_search="wolfe", floor=1e-300):
+    """Newton with |H|: p_k = -|H_k|^{-1} grad f(x_k), where |H| = Q |Lambda| Q^T flips the sign
+    of every negative eigenvalue (Dauphin et al. 2014). Along a direction of negative
+    curvature the step goes downhill, by gradient / |curvature|, instead of uphill to the
+    maximum of the quadratic model. t_k from a line search trying t = 1 first."""
+    search = LINE_SEARCHES[line_search]
+
+    def step(x, value, gradient, k, counted):
+        H = hessian(x) if hessian is not None else hessian_from_gradients(counted, x)
+        eigenvalues, Q = np.linalg.eigh(H)
+        direction = -Q @ ((Q.T @ gradient) / np.maximum(np.abs(eigenvalues), floor))
+        _, x, value, gradient = search(counted, x, value, gradient, direction, 1.0)
+        return x, value, gradient
+
+    return _run(fun, x0, step, gtol, max_iter)
+
+
+def trust_region_step(gradient, H, radius, bisections=200):
+    """The minimizer of the model m(p) = g^T p + p^T H p / 2 over |p| <= radius (Nocedal & Wright
+    ch. 4.3), from H's eigendecomposition: p(lam) = -(H + lam I)^{-1} g with lam >= max(0,
+    -lambda_min) and |p(lam)| = radius unless the Newton step lies inside. Where H has negative
+    curvature the step reaches the boundary. In the 'hard case' (g orthogonal to the lowest
+    eigenvector) the step adds that eigenvector to reach the boundary."""
+    eigenvalues, Q = np.linalg.eigh(H)
+    coefficients = Q.T @ gradient
+    if eigenvalues[0] > 0:
+        newton_step = -Q @ (coefficients / eigenvalues)
+        if np.linalg.norm(newton_step) <= radius:
+            return newton_step
+    lo = max(0.0, -eigenvalues[0])
+    hi = lo + np.linalg.norm(gradient) / radius + 1e-300
+
+    def step(lam):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return -Q @ np.where(coefficients == 0, 0.0, coefficients / (eigenvalues + lam))
+
+    if np.linalg.norm(step(lo * (1 + 1e-12) + 1e-300)) < radius:  # the hard case
+        p = step(lo * (1 + 1e-12) + 1e-300)
+        return p + np.sqrt(max(radius**2 - p @ p, 0.0)) * Q[:, 0]
+    for _ in range(bisections):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if np.linalg.norm(step(mid)) > radius else (lo, mid)
+        if hi - lo <= 1e-15 * hi:
+            break
+    return step(hi)
+
+
+def trust_region(fun, x0, hessian=None, radius=1.0, max_radius=100.0, gtol=1e-6, max_iter=1_000):
+    """Nocedal & Wright's Algorithm 4.1 with the exact model minimizer (`trust_region_step`):
+    accept the step if the actual decrease is at least 1/10 of the model's (rho > 0.1); shrink the
+    radius by 4 if rho < 1/4, double it (up to `max_radius`) if rho > 3/4 on the boundary. A
+    rejected step is an iteration that does not move. H as in `newton`."""
+    state = {"radius": radius}
+
+    def step(x, value, gradient, k, counted):
+        H = hessian(x) if hessian is not None else hessian_from_gradients(counted, x)
+        p = trust_region_step(gradient, H, state["radius"])
+        predicted = -(gradient @ p + 0.5 * p @ H @ p)
+        value_new, gradient_new = counted(x + p)
+        rho = (value - value_new) / predicted if predicted > 0 else -1.0
+        on_boundary = np.linalg.norm(p) >= 0.99 * state["radius"]
+        if rho < 0.25:
+            state["radius"] /= 4
+        elif rho > 0.75 and on_boundary:
+            state["radius"] = min(2 * state["radius"], max_radius)
+        return (x + p, value_new, gradient_new) if rho > 0.1 else (x, value, gradient)
+
+    return _run(fun, x0, step, gtol, max_iter)
+
+
+def bfgs(fun, x0, gtol=1e-6, max_iter=1_000, line_search="wolfe"):
+    """Quasi-Newton: p_k = -H_k grad f(x_k), t_k from a line search trying t = 1 first,
     and H_k, an estimate of the INVERSE Hessian, updated from s = x_{k+1} - x_k and
     y = grad f(x_{k+1}) - grad f(x_k) with rho = 1 / (y^T s):
 
         H_{k+1} = (I - rho s y^T) H_k (I - rho y s^T) + rho s s^T,
 
     so that H_{k+1} y = s (the secant equation). H_0 = I, rescaled to (y^T s / y^T y) I before
-    the first update. The update is skipped when y^T s <= 0: Armijo steps, unlike Wolfe steps,
-    do not guarantee the positive curvature that keeps H_k positive definite.
+    the first update. The update needs y^T s > 0, which strong Wolfe steps guarantee; with
+    Armijo steps it can fail, and the update is then skipped. `trace.curvatures` lists every
+    y^T s.
     """
     n = np.size(x0)
     inverse_hessian = [np.eye(n)]
+    search = LINE_SEARCHES[line_search]
+    curvatures = []
 
     def step(x, value, gradient, k, counted):
         H = inverse_hessian[0]
-        _, x_new, value_new, gradient_new = armijo_backtracking(
-            counted, x, value, gradient, -H @ gradient, 1.0
-        )
+        _, x_new, value_new, gradient_new = search(counted, x, value, gradient, -H @ gradient, 1.0)
         s, y = x_new - x, gradient_new - gradient
         curvature = float(y @ s)
+        curvatures.append(curvature)
         if curvature > 0:
             if k == 0:
                 H = curvature / float(y @ y) * np.eye(n)
@@ -216,7 +361,9 @@ def bfgs(fun, x0, gtol=1e-6, max_iter=1_000):
             inverse_hessian[0] = left @ H @ left.T + rho * np.outer(s, s)
         return x_new, value_new, gradient_new
 
-    return _run(fun, x0, step, gtol, max_iter)
+    trace = _run(fun, x0, step, gtol, max_iter)
+    trace.curvatures = curvatures
+    return trace
 
 
 # ----- Adaptive (diagonal) preconditioning: Adam and RMSProp ------------------------------------
@@ -249,3 +396,146 @@ class Adam:
             v_hat = self.v[i] / (1 - self.beta2**self.t)
             new.append(p - self.lr * m_hat / (np.sqrt(v_hat) + self.eps))
         return new
+
+
+def adam(fun, x0, lr, beta1=0.9, beta2=0.999, eps=1e-8, gtol=1e-6, max_iter=10_000):
+    """`Adam` (``beta1=0``: RMSProp) as a method like the others: one evaluation per iteration,
+    the same stopping rule."""
+    optimizer = Adam([np.asarray(x0, dtype=float)], lr, beta1, beta2, eps)
+
+    def step(x, value, gradient, k, counted):
+        (x,) = optimizer.step([x], [gradient])
+        return (x, *counted(x))
+
+    return _run(fun, x0, step, gtol, max_iter)
+
+
+def rotation(angle):
+    """The 2 x 2 rotation by `angle` (radians)."""
+    c, s = np.cos(angle), np.sin(angle)
+    return np.array([[c, -s], [s, c]])
+
+
+# ----- Without the gradient: evolution strategies on a Gaussian-smoothed objective --------------
+
+
+def smoothed_gradient(f, x, sigma, samples, rng):
+    """An estimate of the gradient of the Gaussian smoothing f_sigma(x) = E f(x + sigma u),
+    u ~ N(0, I), from function values alone, with antithetic pairs:
+
+        grad f_sigma(x) = E[(f(x + sigma u) - f(x - sigma u)) u] / (2 sigma).
+
+    `f` takes a batch of points (rows) and returns their values. 2 * samples evaluations. It is
+    the gradient of a DIFFERENT function, f_sigma, which is not flat where f is, as long as
+    x + sigma u reaches where f varies (Nesterov & Spokoiny 2017)."""
+    u = rng.standard_normal((samples, np.size(x)))
+    differences = f(x + sigma * u) - f(x - sigma * u)
+    return differences @ u / (2 * sigma * samples)
+
+
+def evolution_strategy(f, x0, sigma, step, samples, rng, stop, max_iter=100):
+    """x_{k+1} = x_k - step * d_k / |d_k| with d_k = `smoothed_gradient` (a normalized step:
+    the estimate's length is a small difference of function values). Stops when `stop(x)` is
+    true or d_k is exactly 0. Returns a Trace whose grad_norms are |d_k|."""
+    trace, x = Trace(), np.array(x0, dtype=float)
+    for _ in range(max_iter):
+        if stop(x):
+            break
+        estimate = smoothed_gradient(f, x, sigma, samples, rng)
+        trace.evaluations += 2 * samples
+        trace.record(x, f(x[None])[0], estimate)
+        norm = np.linalg.norm(estimate)
+        if norm == 0:
+            break
+        x = x - step * estimate / norm
+    trace.record(x, f(x[None])[0], np.zeros_like(x))
+    trace.converged = bool(stop(x))
+    return trace
+
+
+# ----- Many learning rates at once, for tuning every method on the same grid --------------------
+
+
+def quadratic_iterations(A, x0, method, lrs, beta=0.0, rtol=1e-6, max_iter=10_000):
+    """Iterations until |grad f| <= rtol |grad f(x0)| on f = x^T A x / 2 (gradient A x, exact),
+    for every step size in `lrs` at once (inf where the cap is reached or the run diverges).
+    method: "gd", "heavy_ball" (with `beta`), "rmsprop" or "adam" (default betas)."""
+    lrs = np.asarray(lrs, dtype=float)[:, None]
+    X = np.tile(np.asarray(x0, dtype=float), (lrs.size, 1))
+    previous, target = X.copy(), rtol * np.linalg.norm(A @ x0)
+    adaptive = Adam([X], lrs, beta1=0.9 if method == "adam" else 0.0)
+    hit = np.full(lrs.size, np.inf)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for k in range(1, max_iter + 1):
+            G = X @ A
+            if method in ("adam", "rmsprop"):
+                (new,) = adaptive.step([X], [G])
+            else:
+                new = X - lrs * G + beta * (X - previous)
+            previous, X = X, new
+            done = np.linalg.norm(X @ A, axis=1) <= target
+            hit[np.isinf(hit) & done] = k
+            if np.all(np.isfinite(hit) | ~np.isfinite(X).all(axis=1)):
+                break
+    return hit
+
+
+def minibatch_least_squares(X, y, method, lrs, steps, batch, rng, tail=0.2):
+    """Minibatch SGD or Adam on L(w) = mean((X w - y)^2) / 2 from w = 0, for every step size in
+    `lrs` at once (the same minibatches for all of them). Returns the excess loss
+    L(w) - min L averaged over the last `tail` fraction of the steps (inf if a run diverged):
+    the average smooths out the minibatch noise of the last iterate."""
+    lrs = np.asarray(lrs, dtype=float)[:, None]
+    W = np.zeros((lrs.size, X.shape[1]))
+    adam_state = Adam([W], lrs)
+    minimum = 0.5 * np.mean((X @ np.linalg.lstsq(X, y, rcond=None)[0] - y) ** 2)
+    total, counted = np.zeros(lrs.size), 0
+    with np.errstate(over="ignore", invalid="ignore"):
+        for k in range(steps):
+            rows = rng.integers(0, len(y), batch)
+            G = (W @ X[rows].T - y[rows]) @ X[rows] / batch
+            W = adam_state.step([W], [G])[0] if method == "adam" else W - lrs * G
+            if k >= steps * (1 - tail):
+                total, counted = total + 0.5 * np.mean((W @ X.T - y) ** 2, axis=1), counted + 1
+    return np.nan_to_num(total / counted - minimum, nan=np.inf)
+
+
+def scaled_regression(seed, rotated, n=512, d=10, smallest_scale=0.01, noise=0.1):
+    """Least-squares data whose d features have scales from 1 down to `smallest_scale` (Hessian
+    condition number about smallest_scale^-2), optionally rotated by a random orthogonal matrix
+    (the same function in rotated coordinates): (X, y, the generator, to draw minibatches)."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d)) * np.geomspace(1, smallest_scale, d)
+    if rotated:
+        X = X @ np.linalg.qr(rng.standard_normal((d, d)))[0]
+    return X, X @ rng.standard_normal(d) + noise * rng.standard_normal(n), rng
+
+
+def grid_tuned_iterations(A, x0, lrs, betas=(0.5, 0.9, 0.99), rtol=1e-6, max_iter=5000):
+    """The fewest `quadratic_iterations` over the step-size grid `lrs` for gradient descent,
+    RMSProp and Adam (default betas), and over lrs x `betas` for the heavy ball."""
+    best = {
+        m: _smallest(quadratic_iterations(A, x0, m, lrs, 0.0, rtol, max_iter))
+        for m in ("gd", "rmsprop", "adam")
+    }
+    best["heavy_ball"] = min(
+        _smallest(quadratic_iterations(A, x0, "heavy_ball", lrs, beta, rtol, max_iter)) for beta in betas
+    )
+    return best
+
+
+def _smallest(counts):
+    """The smallest count as a float (inf if no run reached the tolerance)."""
+    return float(np.min(counts))
+
+
+def tuned_minibatch_losses(seeds, rotated, method, lrs, steps=1000, batch=16):
+    """`minibatch_least_squares` on `scaled_regression(seed, rotated)` for every seed; the step
+    size is the one in `lrs` with the lowest MEDIAN loss over the seeds (one tuned value for
+    all seeds). Returns the per-seed losses at that step size and the step size."""
+    losses = []
+    for seed in seeds:
+        X, y, rng = scaled_regression(seed, rotated)
+        losses.append(minibatch_least_squares(X, y, method, lrs, steps, batch, rng))
+    best = int(np.argmin(np.median(losses, axis=0)))
+    return np.array(losses)[:, best], float(np.asarray(lrs)[best])
