@@ -1,9 +1,11 @@
 """Plateaus: a tiny gradient, and a gradient that is exactly zero
 
-On f(x) = 1 - exp(-|x|^2) far from the minimum the gradient is tiny in every direction: fixed-step
-gradient descent crawls, a line search whose trial step grows walks out. Outside the basin of
+On f(x) = 1 - exp(-|x|^2) far from the minimum the gradient is tiny in every direction and the
+function is concave along the way in: fixed-step gradient descent crawls; any method with a
+strong-Wolfe line search, a trust region or saddle-free Newton walks out. Outside the basin of
 f(x) = min(|x - c|^2, r^2) the gradient is exactly zero: every local method stalls where it
-starts, and only random restarts find the basin. Quoted by docs/small-gradients.md.
+starts; random restarts and an evolution strategy (function values only) find the basin.
+Quoted by docs/small-gradients.md.
 """
 
 # %% [markdown]
@@ -13,7 +15,7 @@ starts, and only random restarts find the basin. Quoted by docs/small-gradients.
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
-from gradlab import check, ops, optim, snippet
+from gradlab import check, hvp, ops, optim, snippet
 
 parser = snippet.parser(__doc__)
 parser.add_argument(
@@ -21,60 +23,94 @@ parser.add_argument(
 )
 parser.add_argument("--radius", type=snippet.positive_float, default=0.2, help="radius r of the basin")
 args, results = snippet.parse(parser)
-rng = np.random.default_rng(args.seed)
 GTOL = 1e-8
 
 
-def gaussian_well(params):
-    """1 - exp(-|x|^2): a bowl of width 1 at 0, flat and concave for |x| > 1/sqrt(2)."""
+def gaussian_well(params, scale=1.0):
+    """scale * (1 - exp(-|x|^2)): a bowl of width 1 at 0, flat and concave for |x| > 1/sqrt(2)."""
     (x,) = params
-    return 1 - ops.exp(-ops.sum(x * x))
+    return scale * (1 - ops.exp(-ops.sum(x * x)))
 
 
 # %% [markdown]
 # ## Tiny in every direction
-# The gradient $2x\,e^{-|x|^2}$ at distance `start` is below $10^{-3}$. The fixed step is
-# $\eta = 1/\lambda_{\max} = 1/2$ at the minimum (the Hessian there is $2I$).
+# The fixed step is $\eta = 1/\lambda_{\max} = 1/2$ at the minimum (the Hessian there is $2I$).
+# Newton and BFGS run twice: with Armijo backtracking from $t = 1$, and with the strong-Wolfe
+# search ($c_1 = 10^{-4}$, $c_2 = 0.9$) that every line-search method here uses.
 
 # %%
 start = np.array([args.start, 0.0])
 fun = optim.reverse_mode(gaussian_well)
+stop = {"gtol": GTOL, "max_iter": 50_000}
 runs = {
-    "gd": optim.gradient_descent(fun, start, lr=0.5, gtol=GTOL, max_iter=50_000),  # 1 / lambda_max
-    "line_search": optim.gradient_descent_line_search(fun, start, gtol=GTOL),
-    "newton": optim.newton(fun, start, gtol=GTOL, max_iter=50_000),
-    "bfgs": optim.bfgs(fun, start, gtol=GTOL, max_iter=50_000),
+    "gd": optim.gradient_descent(fun, start, lr=0.5, **stop),  # 1 / lambda_max
+    "newton_armijo": optim.newton(fun, start, line_search="armijo", **stop),
+    "bfgs_armijo": optim.bfgs(fun, start, line_search="armijo", **stop),
+    "line_search": optim.gradient_descent_line_search(fun, start, **stop),
+    "newton": optim.newton(fun, start, **stop),
+    "bfgs": optim.bfgs(fun, start, **stop),
+    "saddle_free_newton": optim.saddle_free_newton(fun, start, **stop),
+    "trust_region": optim.trust_region(fun, start, **stop),
 }
 results.number("start", args.start, "distance of the start from the minimum")
 results.number("start_grad_norm", runs["gd"].grad_norms[0], "|grad f| at the start")
 results.number("gtol", GTOL, "gradient tolerance")
 results.number("well_lr", 0.5, "fixed step 1 / lambda_max at the minimum")
 for name, trace in runs.items():
-    print(
-        f"{name:11s}: {trace.iterations:6d} iterations, {trace.evaluations:6d} evaluations, "
-        f"converged {trace.converged}"
-    )
+    print(f"{name:18s}: {trace.iterations:6d} iterations, {trace.evaluations:6d} evaluations")
     results.number(f"well_{name}_iterations", trace.iterations, f"{name} iterations from the plateau")
     results.number(f"well_{name}_evaluations", trace.evaluations, f"{name} evaluations from the plateau")
+wolfe = ["line_search", "newton", "bfgs", "saddle_free_newton", "trust_region"]
+slowest = max(runs[m].iterations for m in wolfe)
+claim = "every method with the strong-Wolfe search, the trust region and saddle-free Newton converge, "
+claim += "in under a tenth of the iterations of fixed-step descent, Newton with Armijo or BFGS with Armijo"
+holds = all(runs[m].converged for m in runs) and 10 * slowest < min(
+    runs[m].iterations for m in ("gd", "newton_armijo", "bfgs_armijo")
+)
+results.claim("wolfe_leaves_plateau", holds, claim, {m: runs[m].iterations for m in runs})
+claim = "with Armijo steps BFGS meets y^T s < 0 on the plateau; with strong-Wolfe steps never"
+holds = min(runs["bfgs_armijo"].curvatures) < 0 < min(runs["bfgs"].curvatures)
+results.claim("wolfe_curvature_positive", holds, claim, {"armijo": min(runs["bfgs_armijo"].curvatures)})
+
+# %% [markdown]
+# Why Newton fails here: the curvature along the way in. Hessian-vector products $Hv$ by central
+# differences of the reverse-mode gradient (`gradlab.hvp`), against the hand-derived
+# $H = e^{-|x|^2}(2I - 4xx^\top)$: negative radially, positive sideways, so Newton's model has no
+# minimum. On a scaled-down well, $10^{-6} f$, from inside the bowl (positive curvature), Newton
+# takes the same steps as on $f$: it is invariant to the scale, so a tiny gradient is no obstacle.
+
+# %%
+r = args.start
+radial = hvp.curvature_along(fun, start, [1.0, 0.0])
+sideways = hvp.curvature_along(fun, start, [0.0, 1.0])
+exact_radial = np.exp(-(r**2)) * (2 - 4 * r**2)
+results.number("radial_curvature", radial, "v^T H v along the way in, by hvp", rtol=1e-4)
+results.number("sideways_curvature", sideways, "v^T H v sideways, by hvp", rtol=1e-4)
+results.number("hvp_error", abs(radial / exact_radial - 1), "hvp vs the exact radial curvature", atol=1e-6)
+results.claim("concave_way_in", radial < 0 < sideways, "f is concave along the way in", {"radial": radial})
+inside, SCALE = np.array([0.6, 0.0]), 1e-6
+tiny = optim.reverse_mode(lambda p: gaussian_well(p, SCALE))
+newton_full, newton_tiny = optim.newton(fun, inside, gtol=GTOL), optim.newton(tiny, inside, gtol=SCALE * GTOL)
+gap = max(np.abs(a - b).max() for a, b in zip(newton_full.path, newton_tiny.path, strict=True))
+results.number("tiny_scale", SCALE, "scale of the scaled-down well")
+results.number("tiny_grad_norm", newton_tiny.grad_norms[0], "|grad| of the scaled well at (0.6, 0)")
+results.number("tiny_newton_iterations", newton_tiny.iterations, "Newton on the scaled well")
+results.number("tiny_first_step", np.linalg.norm(newton_tiny.path[1] - inside), "its first step's length")
+holds = newton_tiny.iterations == newton_full.iterations and gap < 1e-6
+claim = "Newton takes the same iterates (to 1e-6) on the well and on the well scaled by 1e-6"
+results.claim("newton_scale_invariant", holds, claim, {"gap": gap})
 
 fig, ax = plt.subplots()
 for name, trace in runs.items():
     distance = np.linalg.norm(np.array(trace.path), axis=1)
     ax.semilogy(np.arange(len(distance)) + 1, distance, label=name.replace("_", " "))
-ax.set(
-    title="Leaving a plateau where the gradient is tiny",
-    xlabel="iteration + 1 (log scale)",
-    ylabel="distance to the minimum (log scale)",
-    xscale="log",
-)
-ax.legend()
-results.figure(
-    fig,
-    "well_distance",
-    alt="From the plateau, the line search whose trial step doubles reaches "
-    "the minimum in tens of iterations; fixed-step gradient descent, Newton and BFGS crawl for "
-    "hundreds of iterations before the bowl's curvature takes over.",
-)
+ax.set(title="Leaving a plateau where the gradient is tiny", xlabel="iteration + 1 (log scale)", xscale="log")
+ax.set_ylabel("distance to the minimum (log scale)")
+ax.legend(fontsize="small")
+alt = f"From distance {args.start:g}, fixed-step descent and Newton and BFGS with Armijo backtracking "
+alt += "from t = 1 crawl for hundreds of iterations; with the strong-Wolfe search, a trust region or "
+alt += f"saddle-free Newton every method reaches the minimum within {slowest} iterations."
+results.figure(fig, "well_distance", alt=alt)
 
 # %% [markdown]
 # ## Exactly zero
@@ -82,8 +118,7 @@ results.figure(
 # radius $r$ around $c$. Is it backprop? At one point outside, four methods:
 
 # %%
-centre = np.array([0.5, -0.3])
-radius = args.radius
+centre, radius = np.array([0.5, -0.3]), args.radius
 
 
 def flat_outside(params):
@@ -91,72 +126,88 @@ def flat_outside(params):
     return ops.minimum(ops.sum((x - centre) ** 2), radius**2)
 
 
+def flat_batch(X):
+    """The same f on a batch of points (rows), in plain numpy, for the evolution strategy."""
+    return np.minimum(np.sum((X - centre) ** 2, axis=-1), radius**2)
+
+
 outside = np.array([-0.5, 0.6])
 gradients = {name: method(flat_outside, [outside])[0] for name, method in check.METHODS.items()}
 largest = max(float(np.abs(g).max()) for g in gradients.values())
 print("gradient outside the basin:", ", ".join(f"{name} {g}" for name, g in gradients.items()))
 results.number("flat_largest_gradient", largest, "largest |gradient entry| outside the basin, any method")
-
-moved = {
-    name: float(np.linalg.norm(run(optim.reverse_mode(flat_outside), outside).x - outside))
-    for name, run in {
-        "gd": lambda f, x: optim.gradient_descent(f, x, 0.5, GTOL),
-        "line_search": lambda f, x: optim.gradient_descent_line_search(f, x, gtol=GTOL),
-        "heavy_ball": lambda f, x: optim.momentum(f, x, 0.5, 0.9, GTOL),
-        "newton": lambda f, x: optim.newton(f, x, gtol=GTOL),
-        "bfgs": lambda f, x: optim.bfgs(f, x, GTOL),
-    }.items()
-}
-results.number("flat_largest_move", max(moved.values()), "largest distance any local method moved")
+flat = optim.reverse_mode(flat_outside)
+local = [
+    optim.gradient_descent(flat, outside, 0.5, GTOL),
+    optim.gradient_descent_line_search(flat, outside, gtol=GTOL),
+    optim.momentum(flat, outside, 0.5, 0.9, GTOL),
+    optim.newton(flat, outside, gtol=GTOL),
+    optim.bfgs(flat, outside, GTOL),
+    optim.trust_region(flat, outside, gtol=GTOL),
+]
+moved = max(float(np.linalg.norm(trace.x - outside)) for trace in local)
+results.number("flat_largest_move", moved, "largest distance any local method moved")
+holds = largest == 0 and moved == 0
+results.claim("flat_stalls", holds, "every gradient is exactly 0 and no local method moves", {"moved": moved})
 
 # %% [markdown]
-# A global strategy: restart BFGS from points drawn uniformly in the square $[-1, 1]^2$ until
-# one lands in the basin. A start lands there with probability $p = \pi r^2 / 4$, so the
-# number of restarts is geometric with mean $1/p$.
+# Two global strategies, on every seed. Restarts: BFGS from points drawn uniformly in
+# $[-1, 1]^2$ until one lands in the basin, which a start does with probability $p = \pi r^2/4$
+# (so the count is geometric with mean $1/p$). An evolution strategy: steps of length $r$ (so
+# it cannot jump over the disc) against the gradient of the Gaussian smoothing
+# $f_\sigma(x) = \mathbb{E}\,f(x + \sigma u)$, $\sigma = 1$, estimated from antithetic pairs of
+# function values, $500\,(0.2/r)^2$ of them so that about as many samples land in the basin at any $r$.
 
 # %%
-restarts, points = 0, []
-while True:
-    restarts += 1
-    point = rng.uniform(-1, 1, size=2)
-    points.append(point)
-    trace = optim.bfgs(optim.reverse_mode(flat_outside), point, GTOL)
-    if trace.values[-1] < radius**2 / 2:
-        break
+in_basin = lambda x: flat_batch(x[None])[0] < radius**2  # noqa: E731
+restarts, fractions, es_runs, cosines = [], [], [], []
+DRAWS, samples = 20_000, int(np.ceil(500 * (0.2 / radius) ** 2))
+for seed in snippet.seeds(args.seed):
+    rng, points = np.random.default_rng(seed), []
+    while not points or not in_basin(optim.bfgs(flat, points[-1], GTOL).x):
+        points.append(rng.uniform(-1, 1, size=2))
+    restarts.append(len(points))
+    fractions.append(np.mean(np.linalg.norm(rng.uniform(-1, 1, (DRAWS, 2)) - centre, axis=1) < radius))
+    es_runs.append(optim.evolution_strategy(flat_batch, outside, 1.0, radius, samples, rng, in_basin))
+    first = es_runs[-1].path[1] - outside
+    cosines.append(first @ (centre - outside) / np.linalg.norm(first) / np.linalg.norm(centre - outside))
+    if seed == snippet.seeds(args.seed)[0]:
+        shown = np.array(points)
 expected = 4 / (np.pi * radius**2)
-results.number("restarts", restarts, "restarts until one found the basin (this seed)")
+results.spread("restarts", restarts, "restarts until one found the basin")
 results.number("restarts_expected", expected, "expected restarts 4 / (pi r^2)")
 results.number("radius", radius, "radius of the basin")
-results.number("final_value", trace.values[-1], "f at the successful restart's end", atol=1e-12)
-DRAWS = 20_000
-draws = rng.uniform(-1, 1, size=(DRAWS, 2))
-hit_fraction = float(np.mean(np.linalg.norm(draws - centre, axis=1) < radius))
-results.number("hit_fraction", hit_fraction, "fraction of the uniform draws inside the basin")
+results.spread("hit_fraction", fractions, "fraction of the uniform draws inside the basin")
 results.number("draws", DRAWS, "uniform draws for the hit fraction")
-results.number("hit_probability", np.pi * radius**2 / 4, "pi r^2 / 4")
-print(f"restarts {restarts}, expected {expected:.1f}; fraction of starts in the basin {hit_fraction:.4f}")
+p = np.pi * radius**2 / 4
+results.number("hit_probability", p, "pi r^2 / 4")
+sd = np.sqrt(p * (1 - p) / DRAWS)
+holds = bool(np.all(np.abs(np.array(fractions) - p) < 4 * sd))
+results.claim(
+    "hit_fraction_matches", holds, "every seed's hit fraction is within 4 sd of p", {"f": fractions}
+)
+results.spread("es_iterations", [t.iterations for t in es_runs], "ES steps to enter the basin")
+results.spread("es_evaluations", [t.evaluations for t in es_runs], "ES function evaluations")
+results.spread("es_first_cosine", cosines, "cosine of ES's first step with the direction to c")
+holds = all(t.converged for t in es_runs) and min(cosines) > 0.9
+claim = "on every seed the evolution strategy's first step points at the basin (cosine > 0.9) "
+claim += "and it enters the basin"
+results.claim("es_finds_basin", holds, claim, {"cosines": cosines})
+print(f"restarts {restarts}, expected {expected:.1f}; ES steps {[t.iterations for t in es_runs]}")
 
 fig, ax = plt.subplots(figsize=(4.6, 4.2))
-points = np.array(points)
 ax.add_patch(plt.Circle(centre, radius, color="#009e73", alpha=0.35, label="basin (gradient nonzero)"))
-ax.plot(points[:-1, 0], points[:-1, 1], "x", color="#d55e00", label="starts that stalled (gradient 0)")
-ax.plot(*points[-1], "o", color="#0072b2", label="the start that found the basin")
-ax.set(
-    title=f"Random restarts: {restarts} to find the basin",
-    xlabel="x1",
-    ylabel="x2",
-    xlim=(-1, 1),
-    ylim=(-1, 1),
-    aspect="equal",
-)
+ax.plot(shown[:-1, 0], shown[:-1, 1], "x", color="#d55e00", label="starts that stalled (gradient 0)")
+ax.plot(*shown[-1], "o", color="#0072b2", label="the start that found the basin")
+es_path = np.array(es_runs[0].path)
+ax.plot(es_path[:, 0], es_path[:, 1], "s-", color="#cc79a7", ms=3, label="evolution strategy")
+title = f"Seed {snippet.seeds(args.seed)[0]}: {len(shown)} restarts; ES from a flat point"
+ax.set(title=title, xlabel="x1", ylabel="x2", xlim=(-1, 1), ylim=(-1, 1), aspect="equal")
 ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1))
-results.figure(
-    fig,
-    "restarts",
-    alt="Uniform random starts in the square: every start outside the small basin "
-    "stalls where it begins, because the gradient there is exactly zero; the run ends at the "
-    "first start that falls inside the basin.",
-)
+alt = "Uniform random starts in the square: every start outside the small basin stalls where it "
+alt += "begins, because the gradient there is exactly zero, until one falls inside; the evolution "
+alt += f"strategy walks from the flat point ({outside[0]:g}, {outside[1]:g}) straight into the basin."
+results.figure(fig, "restarts", alt=alt)
 
 # %%
 results.save()
