@@ -199,12 +199,12 @@ alt = (
 results.figure(fig, "rosenbrock_grad_norms", alt=alt)
 
 # %% [markdown]
-# Tuned against tuned: every method on the same grid of 13 step sizes (the heavy ball also on
+# Tuned against tuned: every method on the same grid of 15 step sizes (the heavy ball also on
 # three values of beta); then Adam and RMSProp, diagonal preconditioners, on the quadratic as it
 # is (axis-aligned) and rotated by 45 degrees, which leaves gradient descent unchanged.
 
 # %%
-lr_grid = np.geomspace(1e-3, 1, 13)
+lr_grid = np.geomspace(1e-3, 10**0.5, 15)  # 4 per decade
 grid = {}
 for angle, label in ((0.0, "axis"), (np.pi / 4, "rotated")):
     R = optim.rotation(angle)
@@ -220,16 +220,16 @@ results.claim("rotation_hurts_adaptive", holds and grid["rotated", "gd"] == grid
 # median over seeds), on every seed of `snippet.seeds`; then with the features rotated.
 
 # %%
-stochastic, seeds = {}, snippet.seeds(args.seed)
+stochastic, seeds, inside_grid = {}, snippet.seeds(args.seed), True
 for rotated in (False, True):
     for method in ("sgd", "adam"):
         key = f"minibatch_{'rotated' if rotated else 'axis'}_{method}"
         stochastic[rotated, method], lr = optim.tuned_minibatch_losses(seeds, rotated, method, lr_grid)
-        results.spread(key, stochastic[rotated, method], f"excess loss, {method}, tuned lr")
-        results.number(key + "_lr", lr, f"{method}'s tuned step size")
+        results.spread(key, stochastic[rotated, method], f"excess loss, {method}, tuned lr", rtol=1e-3)
+        inside_grid = results.number(key + "_lr", lr, f"{method}'s tuned step") < lr_grid[-1] and inside_grid
 values = {f"{m}_{'rotated' if r else 'axis'}": v for (r, m), v in stochastic.items()}
-holds = bool(np.all(stochastic[False, "adam"] < stochastic[False, "sgd"]))
-claim = "with axis-aligned features, Adam ends with a lower loss than SGD on every seed"
+holds = bool(np.all(stochastic[False, "adam"] < stochastic[False, "sgd"])) and inside_grid
+claim = "with axis-aligned features, Adam ends lower than SGD on every seed (tuned steps inside the grid)"
 results.claim("adam_wins_axis_aligned_minibatch", holds, claim, values)
 holds = bool(np.any(stochastic[True, "adam"] >= stochastic[True, "sgd"]))
 claim = "with rotated features, SGD ends with a loss as low as Adam's on at least one seed"
