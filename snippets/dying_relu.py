@@ -1,208 +1,248 @@
 """Dying ReLUs: dead units counted during SGD, and their exactly zero gradient.
 
-A two-hidden-layer ReLU network fits a small 2-D regression with plain minibatch SGD, using
-the project's reverse mode for the gradients. A too-large learning rate or a negative bias
-initialization leaves a fraction of the hidden units negative on every training input; their
-incoming gradient is exactly zero by reverse mode, forward mode and central differences. The
-remedies (smaller step, leaky ReLU, He initialization) run the same experiment. Quoted by
-docs/dying-relus.md.
+A two-hidden-layer ReLU network fits a small 2-D regression with plain minibatch SGD on five
+seeds at once. A too-large learning rate or a negative bias initialization leaves a fraction of
+the hidden units negative on every training input; their incoming gradient is exactly zero. The
+remedies (a smaller step, leaky ReLU) run at the pitfall's setting: the same learning rate,
+initial weights and minibatches. Quoted by docs/dying-relus.md.
 """
 
 # %% [markdown]
 # ## The data, the network, the training loop
-# `n_points` inputs $x$ uniform in $[-2, 2]^2$, target $y = \sin(2x_1)\cos(x_2)$; a network
-# $2 \to 64 \to 64 \to 1$ with ReLU, He initialization, biases 0; the loss is the mean squared
-# error; each step takes a minibatch of `batch` points and updates $\theta \leftarrow \theta - \eta\,g$.
-# A unit is **dead** when its pre-activation $z$ is $\le 0$ on every training input, so a ReLU
-# outputs exactly 0 on all of them.
+# Per seed: `n_points` inputs $x$ uniform in $[-2, 2]^2$, target $y = \sin(2x_1)\cos(x_2)$; a
+# network $2 \to 64 \to 64 \to 1$, He initialization, biases 0 (or `--bias`); mean squared error;
+# each step takes a minibatch of `batch` points and updates $\theta \leftarrow \theta - \eta\,g$.
+# A unit is **dead** when its pre-activation $z$ is $\le 0$ on every training input. The seeds
+# train together in `gradlab.seeded_mlp`, whose hand-written backward pass is checked here
+# against the engine's reverse mode.
 
 # %%
 import inspect
 
 import matplotlib.pyplot as plt
 import numpy as np
-from gradlab import check, engine, models, ops, snippet
+from gradlab import check, engine, models, ops, seeded_mlp, snippet
 from matplotlib.ticker import PercentFormatter
 
 parser = snippet.parser(__doc__)
-parser.add_argument("--lr", type=snippet.positive_float, default=0.1, help="the too-large learning rate")
-parser.add_argument(
-    "--small-lr", type=snippet.positive_float, default=0.01, help="the remedy's learning rate"
-)
+parser.add_argument("--lr", type=snippet.positive_float, default=0.04, help="the too-large learning rate")
+parser.add_argument("--small-lr", type=snippet.positive_float, default=0.01, help="the smaller step")
 parser.add_argument("--bias", type=float, default=-1.0, help="the negative bias initialization")
-parser.add_argument("--steps", type=snippet.positive_int, default=200, help="SGD steps")
+parser.add_argument("--steps", type=snippet.positive_int, default=1000, help="SGD steps")
 parser.add_argument("--batch", type=snippet.positive_int, default=32, help="minibatch size")
 parser.add_argument("--n-points", type=snippet.positive_int, default=256, help="training inputs")
 args, results = snippet.parse(parser)
-rng = np.random.default_rng(args.seed)
+seeds = snippet.seeds(args.seed)
 
 sizes = [2, 64, 64, 1]
-X = rng.uniform(-2, 2, size=(args.n_points, 2))
-y = (np.sin(2 * X[:, 0]) * np.cos(X[:, 1]))[:, None]
-for key, value in [("lr", args.lr), ("small_lr", args.small_lr), ("bias", args.bias), ("steps", args.steps)]:
-    results.number(key, value, f"setting: {key}")
-results.number("batch", args.batch, "minibatch size")
-results.number("n_points", args.n_points, "training inputs")
+data = [np.random.default_rng([seed, 0]).uniform(-2, 2, size=(args.n_points, 2)) for seed in seeds]
+X = np.stack(data)  # (seed, input, feature)
+y = (np.sin(2 * X[..., 0]) * np.cos(X[..., 1]))[..., None]
+for key in ["lr", "small_lr", "bias", "steps", "batch", "n_points"]:
+    results.number(key, getattr(args, key), f"setting: {key}")
 results.number("hidden_units", sum(sizes[1:-1]), "hidden units in all")
 leaky_slope = inspect.signature(ops.leaky_relu).parameters["slope"].default
 results.number("leaky_slope", leaky_slope, "leaky ReLU's slope for z < 0")
+SLOPE = {"relu": 0.0, "leaky_relu": leaky_slope}
+COUNT_EVERY = 10  # steps between two counts of the dead units up to step 100; then every 50
+COUNTS = sorted({*range(0, min(100, args.steps) + 1, COUNT_EVERY), *range(0, args.steps, 50), args.steps})
+results.number("count_every", COUNT_EVERY, "SGD steps between two counts of the dead units, early on")
 
 
-def dead_masks(params, activation):
-    """Per hidden layer, which units have z <= 0 on every training input."""
-    _, pre_activations, _ = models.mlp(params, X, activation, return_hidden=True)
-    return [(z <= 0).all(axis=0) for z in pre_activations]
+def train(lr, bias=0.0, activation="relu"):
+    """SGD on every seed from the same initial weights and minibatches for every setting."""
+    rngs = [np.random.default_rng([seed, 1]) for seed in seeds]
+    params = seeded_mlp.init(sizes, rngs, bias=bias)
+    slope = SLOPE[activation]
+    params, history = seeded_mlp.sgd(params, X, y, lr, slope, rngs, args.steps, args.batch, COUNTS)
+    return params, history, seeded_mlp.loss(params, X, y, slope)
 
 
-COUNT_EVERY = 10  # SGD steps between two counts of the dead units
+def claim_all(name, holds, statement, **values):  # `holds`: one bool per seed
+    return results.claim(name, bool(np.all(holds)), statement, values)
 
 
-def train(lr, init="he", bias=0.0, activation="relu", eval_every=COUNT_EVERY):
-    """Plain minibatch SGD; returns the final params, the dead fraction every `eval_every`
-    steps, the final full-data loss and the dead masks seen along the way."""
-    run_rng = np.random.default_rng(args.seed + 1)  # the same minibatches for every setting
-    params = models.init_mlp(sizes, init, run_rng, bias=bias)
-    history = [dead_masks(params, activation)]
-    for step in range(1, args.steps + 1):
-        idx = run_rng.integers(0, args.n_points, args.batch)
-        X_batch, y_batch = X[idx], y[idx]
-        _, grads = engine.value_and_grad(
-            lambda p, X_batch=X_batch, y_batch=y_batch: ops.mean(
-                (models.mlp(p, X_batch, activation) - y_batch) ** 2
-            ),
-            params,
-        )
-        params = [p - lr * g for p, g in zip(params, grads, strict=True)]
-        if step % eval_every == 0:
-            history.append(dead_masks(params, activation))
-    loss = float(np.mean((models.mlp(params, X, activation) - y) ** 2))
-    dead_fraction = [float(np.mean(np.concatenate(masks))) for masks in history]
-    return params, dead_fraction, loss, history
+# %% [markdown]
+# The hand-written backward pass against the engine's reverse mode, on the first seed's data:
 
+# %%
+init0 = seeded_mlp.one_seed(seeded_mlp.init(sizes, [np.random.default_rng([seeds[0], 1])]), 0)
+for activation, slope in SLOPE.items():
+    by_hand = seeded_mlp.grads([p[None] for p in init0], X[:1], y[:1], slope)
+    by_engine = engine.grad(lambda p, a=activation: ops.mean((models.mlp(p, X[0], a) - y[0]) ** 2), init0)
+    scaled = max(float(np.abs(a[0] - b).max()) for a, b in zip(by_hand, by_engine, strict=True))
+    scaled /= max(float(np.abs(b).max()) for b in by_engine)
+    results.number(f"by_hand_{activation}", scaled, "hand-written vs engine gradient, scaled", atol=1e-12)
+    claim_all(f"by_hand_{activation}_ok", scaled < 1e-12, "The hand-written backward pass is reverse mode's.")
 
 # %% [markdown]
 # ## Dead fraction during training
-# The same initial weights and minibatches for every setting; only the learning rate, the bias
-# initialization, the activation or the weight scale changes.
 
 # %%
-fixed_std = 0.5  # larger than He's sqrt(2/64) in layer 2, smaller than its sqrt(2/2) in layer 1
-results.number("fixed_std", fixed_std, "the fixed initial weight std of one remedy run")
 SETTINGS = {
-    f"ReLU, η = {args.small_lr:g}": dict(lr=args.small_lr),
-    f"ReLU, η = {3 * args.small_lr:g}": dict(lr=3 * args.small_lr),
-    f"ReLU, η = {args.lr:g}": dict(lr=args.lr),
-    f"ReLU, η = {args.small_lr:g}, bias {args.bias:g}": dict(lr=args.small_lr, bias=args.bias),
-    f"ReLU, η = {args.small_lr:g}, N(0, {fixed_std:g}²) init": dict(lr=args.small_lr, init=fixed_std),
-    f"leaky ReLU, η = {3 * args.small_lr:g}": dict(lr=3 * args.small_lr, activation="leaky_relu"),
+    "lr_large": (f"ReLU, η = {args.lr:g}", dict(lr=args.lr)),
+    "lr_small": (f"ReLU, η = {args.small_lr:g}", dict(lr=args.small_lr)),
+    "leaky": (f"leaky ReLU, η = {args.lr:g}", dict(lr=args.lr, activation="leaky_relu")),
+    "bias_negative": (
+        f"ReLU, η = {args.small_lr:g}, bias {args.bias:g}",
+        dict(lr=args.small_lr, bias=args.bias),
+    ),
 }
-KEYS = ["lr_small", "lr_triple", "lr_large", "bias_negative", "init_large", "leaky"]
-runs = {label: train(**setting) for label, setting in SETTINGS.items()}
+runs = {key: train(**setting) for key, (_, setting) in SETTINGS.items()}
+variance = y.var(axis=(1, 2))
+print(f"{'setting':<26} dead at start  dead at end  final loss / Var(y)   (ranges over {len(seeds)} seeds)")
+for key, (label, _) in SETTINGS.items():
+    _, history, loss = runs[key]
+    start, end, relative = history[0].mean(axis=1), history[-1].mean(axis=1), loss / variance
+    print(f"{label:<26} {start.min():5.1%}-{start.max():5.1%}  {end.min():5.1%}-{end.max():5.1%}", end="")
+    print(f"  {relative.min():.3f}-{relative.max():.3f}")
+    results.spread(f"dead_start_{key}", start, f"{label}: dead fraction at step 0")
+    results.spread(f"dead_end_{key}", end, f"{label}: dead fraction at the end")
+    results.spread(f"loss_{key}", relative, f"{label}: final training loss / Var(y)")
+    claim_all(f"trains_{key}", relative < 1, f"{label}: final loss finite and below Var(y).", loss=relative)
 
-print(f"{'setting':<34} dead at start  dead at end  final loss")
-for key, (label, (_, dead, loss, _)) in zip(KEYS, runs.items(), strict=True):
-    print(f"{label:<34} {dead[0]:12.1%}  {dead[-1]:10.1%}  {loss:10.4f}")
-    results.number(f"dead_start_{key}", dead[0], f"{label}: dead fraction at step 0")
-    results.number(f"dead_end_{key}", dead[-1], f"{label}: dead fraction at the end")
-    results.number(f"loss_{key}", loss, f"{label}: final training loss", rtol=1e-4)
+# %%
+large, small, leaky = (runs[key][1] for key in ("lr_large", "lr_small", "leaky"))
+counts = large.sum(axis=2)  # (count, seed)
+claim_all(
+    "large_kills_more", counts[-1] > 2 * small[-1].sum(1), "Over 2x the small step's dead.", n=counts[-1]
+)
+results.spread("dead_units_start_lr_large", counts[0], "large step: dead units at step 0")
+results.spread("dead_units_first_lr_large", counts[1], f"large step: dead units at step {COUNT_EVERY}")
+results.spread("dead_units_end_lr_large", counts[-1], "large step: dead units at the end")
+claim_all("dies_early", counts[1] > 0.6 * counts[-1], "Most are dead at the first count.", first=counts[1])
+drift = np.abs(small[-1].sum(1) - small[0].sum(1))
+small_drift = results.number("small_drift_units", 4, "small step: bound on |dead at end - at start|")
+claim_all(
+    "small_near_init", drift <= small_drift, "Small step: dead count stays near its start.", drift=drift
+)
+layer2 = large[-1][:, sizes[1] :].sum(1)
+results.spread("dead_layer2_share", layer2 / counts[-1], "large step: share of dead units in layer 2")
+claim_all("mostly_layer2", layer2 > 0.9 * counts[-1], "More than 90% of them are in layer 2.", layer2=layer2)
+loss_bias, loss_small = (runs[key][2] / variance for key in ("bias_negative", "lr_small"))
+claim_all("bias_costs", loss_bias > loss_small, "Bias -1 ends above bias 0's loss.", bias=loss_bias)
+median_loss = {key: float(np.median(runs[key][2] / variance)) for key in ("lr_large", "lr_small")}
+results.claim(
+    "dead_cost_nothing",
+    median_loss["lr_large"] < median_loss["lr_small"],
+    "Despite its dead units, the large step's median final loss is below the small step's.",
+    median_loss,
+)
 
 # %% [markdown]
-# When do the large step's units die? Dead units (a count, not a fraction) at step 0, at the
-# first count after it, and the range over every count from then to the end.
+# Do units come back? Of the units negative on every input at step 100, the share that is
+# positive on some input at the end, for ReLU and for leaky ReLU at the same step size.
 
 # %%
-counts = [int(sum(mask.sum() for mask in masks)) for masks in runs[list(SETTINGS)[2]][3]]
-results.number("count_every", COUNT_EVERY, "SGD steps between two counts of the dead units")
-results.number("dead_units_start_lr_large", counts[0], "large step: dead units at step 0")
-results.number("dead_units_first_count_lr_large", counts[1], "large step: dead units at the first count")
-results.number("dead_units_min_lr_large", min(counts[1:]), "large step: fewest dead units, first count on")
-results.number("dead_units_max_lr_large", max(counts[1:]), "large step: most dead units, first count on")
+revive_from = COUNTS.index(min(100, args.steps))
+results.number("revive_from", COUNTS[revive_from], "step at which the revival count starts")
+for key, history in (("relu", large), ("leaky", leaky)):
+    earlier, now = history[revive_from], history[-1]
+    back = (earlier & ~now).sum(1) / np.maximum(earlier.sum(1), 1)
+    results.spread(f"revived_{key}", back, f"{key}: share of step-{COUNTS[revive_from]} dead units back")
+    claim_all(f"few_revive_{key}", back < 0.5, f"{key}: fewer than half come back.", share_back=back)
+claim_all("leaky_stays_negative", leaky[-1].mean(1) > 0.1, "Leaky: over 10% negative.", end=leaky[-1].mean(1))
 
 # %%
 fig, ax = plt.subplots()
-plotted = list(runs.items())[:5]  # the ReLU runs; leaky ReLU's "dead" units are not stuck
-for label, (_, dead, _, _) in plotted:
-    ax.plot(np.arange(len(dead)) * COUNT_EVERY, dead, label=label)
+for key, (label, _) in SETTINGS.items():
+    fraction = runs[key][1].mean(axis=2)  # (count, seed)
+    line = ax.plot(COUNTS, fraction[:, 0], label=f"{label} (seed {seeds[0]})")
+    ax.fill_between(COUNTS, fraction.min(1), fraction.max(1), color=line[0].get_color(), alpha=0.2)
 ax.set(
-    title="Hidden ReLU units dead on every training input",
+    title="Hidden units negative on every training input",
     xlabel="SGD step",
-    ylabel="dead hidden units (% of all)",
+    ylabel="units with z ≤ 0 on all inputs (% of all)",
 )
 ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
-ax.legend(fontsize="x-small", loc="center right", bbox_to_anchor=(1, 0.7))  # in the empty band
+ax.legend(fontsize="x-small", loc="center right")
+ends = [
+    f"{label}: {runs[k][1][-1].mean(1).min():.0%} to {runs[k][1][-1].mean(1).max():.0%}"
+    for k, (label, _) in SETTINGS.items()
+]
 results.figure(
     fig,
     "dead_fraction",
-    alt=f"Fraction of hidden units dead on every training input, over {args.steps} SGD steps, at the "
-    "start and at the end: "
-    + "; ".join(f"{label}: {dead[0]:.0%} then {dead[-1]:.0%}" for label, (_, dead, _, _) in plotted)
-    + ".",
+    alt=f"Fraction of hidden units negative on every training input over {args.steps} SGD steps; lines "
+    f"show seed {seeds[0]}, bands the range over {len(seeds)} seeds. At the end: {'; '.join(ends)}.",
 )
 
 # %% [markdown]
 # ## Is it backprop?
-# Take the network trained with the large learning rate and the incoming weights and biases of
-# its dead units (all of layer 1's, the first `checked_layer2` of layer 2's). Their gradient of
-# the full-data loss by reverse mode, forward mode, central differences and the complex step:
+# The first seed's network after the large step: the incoming weights and biases of its dead
+# units (all of layer 1's, the first `checked_layer2` of layer 2's), and the gradient of the
+# full-data loss with respect to them by four methods. Reverse mode, forward mode and the
+# complex step all run ReLU's branch `z > 0`; central differences only evaluate the loss.
 
 # %%
-params, _, _, history = runs[list(SETTINGS)[2]]
-dead1, dead2 = (np.flatnonzero(mask) for mask in history[-1])
-live1 = np.flatnonzero(~history[-1][0])[:8]
-
-
-def loss_of_units(units1, units2):
-    """The full-data loss as a function of the incoming weights and biases of the units
-    `units1` (layer 1) and `units2` (layer 2) only; every other parameter is held fixed.
-    The chosen columns are added back through 0/1 selection matrices, which every method runs."""
-    select1, select2 = np.eye(sizes[1])[units1], np.eye(sizes[2])[units2]
-    rest = [p.copy() for p in params]
-    rest[0][:, units1], rest[1][units1], rest[2][:, units2], rest[3][units2] = 0, 0, 0, 0
-
-    def loss(sub):
-        W1, b1, W2, b2 = [
-            r + ops.matmul(q, s)
-            for r, q, s in zip(rest[:4], sub, [select1, select1, select2, select2], strict=True)
-        ]
-        return ops.mean((models.mlp([W1, b1, W2, b2, *params[4:]], X, "relu") - y) ** 2)
-
-    return loss, [params[0][:, units1], params[1][units1], params[2][:, units2], params[3][units2]]
-
-
-checked_layer2 = 2  # each layer-2 unit brings 65 weights; two keep forward mode and the rest quick
-dead_loss, dead_params = loss_of_units(dead1, dead2[:checked_layer2])
-for name in ["reverse", "forward", "central", "complex"]:
-    largest = max(float(np.abs(g).max(initial=0.0)) for g in check.METHODS[name](dead_loss, dead_params))
-    print(f"{name:<8} largest |gradient| over the dead units' incoming weights: {largest!r}")
-    results.number(f"dead_grad_{name}", largest, f"{name}: max |dL/dw| over dead units' weights")
-results.number("dead_layer1", len(dead1), "dead units in layer 1 after training with the large step")
-results.number("dead_layer2", len(dead2), "dead units in layer 2 after training with the large step")
+params = seeded_mlp.one_seed(runs["lr_large"][0], 0)
+dead1, dead2 = (np.flatnonzero(m) for m in np.split(large[-1][0], [sizes[1]]))
+checked_layer2 = 1  # each layer-2 unit brings 65 weights; one keeps forward mode quick
+dead_loss, dead_params = seeded_mlp.loss_of_units(params, X[0], y[0], [dead1, dead2[:checked_layer2]])
+largest = {}
+for name in check.METHODS:
+    largest[name] = max(
+        float(np.abs(g).max(initial=0.0)) for g in check.METHODS[name](dead_loss, dead_params)
+    )
+    print(f"{name:<8} largest |gradient| over the dead units' incoming weights: {largest[name]!r}")
+    results.number(f"dead_grad_{name}", largest[name], f"{name}: max |dL/dw| over dead units' weights")
+results.claim("dead_grad_zero", max(largest.values()) == 0.0, "All four methods give exactly 0.", largest)
+results.number("check_seed", seeds[0], "seed of the networks the gradient checks use")
+results.number("dead_layer1", len(dead1), "that seed, large step: dead units in layer 1")
+results.number("dead_layer2", len(dead2), "that seed, large step: dead units in layer 2")
 results.number("checked_layer2", min(checked_layer2, len(dead2)), "dead layer-2 units in the check")
 
 # %% [markdown]
-# Central differences are exactly zero because a step of $\pm h$ in one incoming weight moves a
-# dead unit's $z$ by at most $h \cdot \max|{\rm input}|$, less than its distance from 0 on the
-# closest training input: the unit stays off, and the loss does not change in any bit.
-# On live units the methods agree too (eight live first-layer units here).
+# Central differences are exactly zero because one step of $\pm h$ in an incoming weight moves a
+# dead unit's $z$ by at most $h \cdot \max|{\rm input}|$, less than its distance from 0.
 
 # %%
-_, pre_activations, activations = models.mlp(params, X, "relu", return_hidden=True)
-closest = max(float(z[:, d].max()) for z, d in zip(pre_activations, [dead1, dead2], strict=True) if len(d))
-# the default central-difference step is eps^(1/3) * max(1, |w|); inputs are X and h_1
+zs, hs, _ = seeded_mlp.forward([p[None] for p in params], X[:1], 0.0)
+closest = max(float(z[0][:, d].max()) for z, d in zip(zs, [dead1, dead2], strict=True) if len(d))
 step = np.finfo(float).eps ** (1 / 3) * max(1.0, *(float(np.abs(p).max()) for p in params[:4]))
-largest_move = step * max(1.0, float(np.abs(X).max()), float(activations[0].max()))
+largest_move = step * max(1.0, float(np.abs(X[0]).max()), float(hs[0].max()))
 results.number("dead_closest_z", closest, "largest pre-activation of a dead unit over the data", rtol=1e-4)
 results.number("h_largest_move", largest_move, "bound on the change of z by one central step", rtol=1e-3)
-results.number("stays_dead", closest + largest_move < 0, "a central-difference step cannot wake a dead unit")
-
-live_loss, live_params = loss_of_units(live1, dead2[:0])
-live = check.compare(live_loss, live_params)
-for pair, value in live.items():
-    print(f"live first-layer units: {pair:<20} largest relative disagreement {value:.1e}")
+results.claim("stays_dead", closest + largest_move < 0, "A central step cannot wake a dead unit.", {})
+live1 = np.flatnonzero(~large[-1][0][: sizes[1]])[:8]
+live = check.compare(*seeded_mlp.loss_of_units(params, X[0], y[0], [live1]))
 exact = max(live["reverse vs forward"], live["reverse vs complex"])
 results.number("check_max_disagreement", exact, "live units: reverse vs forward/complex", atol=1e-6)
 results.number(
-    "check_central_disagreement", live["reverse vs central"], "live units: reverse vs central", atol=1e-6
+    "check_central_disagreement", live["reverse vs central"], "live: reverse vs central", atol=1e-6
+)
+results.claim(
+    "live_agree",
+    exact < 1e-10 and live["reverse vs central"] < 1e-5,
+    "On live units reverse mode agrees with forward mode and the complex step to 1e-10, "
+    "with central differences to 1e-5.",
+    live,
+)
+
+# %% [markdown]
+# Leaky ReLU at the large step: its units negative on every input still get gradient, through
+# the slope. Per unit, the largest incoming |gradient|, by reverse mode (every such unit) and
+# by central differences (layer 1's and the first `checked_layer2` of layer 2's):
+
+# %%
+leaky_params = seeded_mlp.one_seed(runs["leaky"][0], 0)
+negative1, negative2 = (np.flatnonzero(m) for m in np.split(leaky[-1][0], [sizes[1]]))
+per_unit = {}
+for name, units2 in (("reverse", negative2), ("central", negative2[:checked_layer2])):
+    f, sub = seeded_mlp.loss_of_units(leaky_params, X[0], y[0], [negative1, units2], "leaky_relu")
+    grads = [np.abs(np.atleast_2d(g)) for g in check.METHODS[name](f, sub)]
+    per_unit[name] = np.concatenate([np.vstack(grads[:2]).max(0), np.vstack(grads[2:]).max(0)])
+    results.number(
+        f"leaky_grad_min_{name}", per_unit[name].min(), f"{name}: smallest per-unit max |g|", rtol=1e-3
+    )
+results.number(
+    "leaky_negative_units", len(per_unit["reverse"]), "that seed, leaky: units negative everywhere"
+)
+results.claim(
+    "leaky_no_zero_grad",
+    all(bool(np.all(v > 0)) for v in per_unit.values()),
+    "Leaky ReLU: no unit has zero gradient, by reverse mode and by central differences.",
+    {name: v.min() for name, v in per_unit.items()},
 )
 
 # %%
