@@ -149,3 +149,143 @@ def test_adam_minimizes_an_ill_conditioned_quadratic():
     for _ in range(2000):
         params = adam.step(params, [scales * params[0]])
     assert np.abs(params[0]).max() < 1e-2
+
+
+def gaussian_well(x):
+    value = 1 - np.exp(-x @ x)
+    return value, 2 * x * np.exp(-x @ x)
+
+
+def cubic_valley(x):
+    """A non-convex function with a non-quadratic valley."""
+    return x[0] ** 4 / 4 - x[0] ** 2 + 3 * (x[1] - 0.5 * x[0]) ** 2, np.array(
+        [x[0] ** 3 - 2 * x[0] - 3 * (x[1] - 0.5 * x[0]), 6 * (x[1] - 0.5 * x[0])]
+    )
+
+
+@pytest.mark.parametrize(
+    "fun, x, t0",
+    [
+        (rosenbrock, [-1.2, 1.0], 1.0),
+        (rosenbrock, [0.5, 0.9], 1e-6),
+        (gaussian_well, [3.0, 0.0], 1.0),  # tiny gradient: the search must extrapolate
+        (gaussian_well, [0.3, -0.2], 50.0),  # far too long a first trial: it must zoom back
+        (cubic_valley, [2.5, -1.0], 1.0),
+        (lambda x: (float(np.sum(np.cosh(x))), np.sinh(x)), [2.0, -3.0], 1.0),
+    ],
+)
+@pytest.mark.parametrize("c2", [0.1, 0.9])
+def test_strong_wolfe_step_satisfies_both_conditions(fun, x, t0, c2):
+    counted, x = optim._Counted(fun), np.array(x)
+    value, gradient = fun(x)
+    direction = -gradient
+    slope = gradient @ direction
+    t, x_new, value_new, gradient_new = optim.strong_wolfe(counted, x, value, gradient, direction, t0, c2=c2)
+    assert t > 0
+    np.testing.assert_array_equal(x_new, x + t * direction)
+    assert value_new <= value + 1e-4 * t * slope, "sufficient decrease"
+    assert abs(gradient_new @ direction) <= c2 * abs(slope), "curvature"
+    assert (value_new, list(gradient_new)) == (fun(x_new)[0], list(fun(x_new)[1]))
+
+
+def test_strong_wolfe_extrapolates_where_the_gradient_is_tiny():
+    """From |x| = 3 on the Gaussian well the slope is ~1e-3: the accepted step is ~1e3."""
+    counted, x = optim._Counted(gaussian_well), np.array([3.0, 0.0])
+    value, gradient = gaussian_well(x)
+    t, x_new, *_ = optim.strong_wolfe(counted, x, value, gradient, -gradient, 1.0)
+    assert t > 100 and np.linalg.norm(x_new) < 1.0
+
+
+@pytest.mark.parametrize(
+    "fun, x0", [(rosenbrock, [-1.2, 1.0]), (gaussian_well, [3.0, 0.0]), (cubic_valley, [2.5, -1.0])]
+)
+def test_bfgs_with_wolfe_keeps_positive_curvature(fun, x0):
+    trace = optim.bfgs(fun, x0, gtol=1e-8)
+    assert trace.converged and min(trace.curvatures) > 0
+
+
+def test_bfgs_with_armijo_can_meet_negative_curvature():
+    trace = optim.bfgs(gaussian_well, [3.0, 0.0], gtol=1e-8, line_search="armijo", max_iter=5000)
+    assert min(trace.curvatures) < 0
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    g=st.lists(st.floats(-3, 3), min_size=3, max_size=3),
+    eigenvalues=st.lists(st.floats(-2, 2), min_size=3, max_size=3),
+    radius=st.floats(0.05, 5.0),
+)
+def test_trust_region_step_is_feasible_and_beats_the_cauchy_point(g, eigenvalues, radius):
+    """|p| <= radius, and the model decrease is at least that of the best step along -g."""
+    g = np.array(g)
+    Q = np.linalg.qr(np.arange(1.0, 10.0).reshape(3, 3) + np.eye(3))[0]
+    H = Q @ np.diag(eigenvalues) @ Q.T
+    p = optim.trust_region_step(g, H, radius)
+    model = lambda s: g @ s + 0.5 * s @ H @ s  # noqa: E731
+    assert np.linalg.norm(p) <= radius * (1 + 1e-9)
+    if np.linalg.norm(g) > 0:
+        along = [model(-t * g / np.linalg.norm(g)) for t in np.linspace(0, radius, 201)]
+        assert model(p) <= min(along) + 1e-9
+
+
+def test_trust_region_and_saddle_free_newton_leave_the_concave_plateau():
+    for method in (optim.trust_region, optim.saddle_free_newton):
+        trace = method(gaussian_well, [3.0, 0.0], gtol=1e-8)
+        assert trace.converged and trace.iterations <= 5
+
+
+def test_newton_is_invariant_to_scaling_the_function():
+    def scaled(x):
+        value, gradient = gaussian_well(x)
+        return 1e-6 * value, 1e-6 * gradient
+
+    a = optim.newton(gaussian_well, [0.6, 0.2], gtol=1e-10)
+    b = optim.newton(scaled, [0.6, 0.2], gtol=1e-16)
+    assert a.iterations == b.iterations
+    np.testing.assert_allclose(np.array(a.path), np.array(b.path), atol=1e-8)
+
+
+def test_smoothed_gradient_is_nonzero_where_the_gradient_is_zero():
+    centre = np.array([0.5, -0.3])
+
+    def flat(X):
+        return np.minimum(np.sum((X - centre) ** 2, axis=-1), 0.04)
+
+    x = np.array([-0.5, 0.6])
+    estimate = optim.smoothed_gradient(flat, x, 1.0, 2000, np.random.default_rng(0))
+    assert np.linalg.norm(estimate) > 0 and estimate @ (x - centre) > 0  # it points away from c: uphill
+    trace = optim.evolution_strategy(
+        flat, x, 1.0, 0.2, 500, np.random.default_rng(1), lambda z: flat(z[None])[0] < 0.04
+    )
+    assert trace.converged and trace.evaluations == 1000 * trace.iterations
+
+
+def test_quadratic_iterations_matches_the_engine_runs():
+    A, x0 = np.diag([1.0, 30.0]), np.array([np.sqrt(30.0), 1.0])
+    gtol = 1e-6 * np.linalg.norm(A @ x0)
+    (vectorized,) = optim.quadratic_iterations(A, x0, "gd", [2 / 31], rtol=1e-6)
+    assert vectorized == optim.gradient_descent(quadratic(A), x0, 2 / 31, gtol, 10_000).iterations
+    lr, beta = optim.heavy_ball_parameters(1.0, 30.0)
+    (vectorized,) = optim.quadratic_iterations(A, x0, "heavy_ball", [lr], beta, rtol=1e-6)
+    assert vectorized == optim.momentum(quadratic(A), x0, lr, beta, gtol, 10_000).iterations
+    (adam_count,) = optim.quadratic_iterations(A, x0, "adam", [0.1], rtol=1e-6)
+    assert adam_count == optim.adam(quadratic(A), x0, 0.1, gtol=gtol, max_iter=10_000).iterations
+    assert np.isinf(optim.quadratic_iterations(A, x0, "gd", [1.0], rtol=1e-6)[0]), "diverges"
+
+
+def test_adam_is_invariant_to_diagonal_rescaling_only():
+    """RMSProp's first steps do not depend on the scale of each coordinate: rescaling a quadratic's
+    axes leaves the count unchanged up to the effect of eps; rotating it does not."""
+    x0 = np.array([1.0, 1.0])
+    axis = optim.quadratic_iterations(np.diag([1.0, 100.0]), x0, "rmsprop", [0.05], rtol=1e-4)[0]
+    R = optim.rotation(np.pi / 4)
+    rotated = optim.quadratic_iterations(
+        R @ np.diag([1.0, 100.0]) @ R.T, R @ x0, "rmsprop", [0.05], rtol=1e-4
+    )[0]
+    assert axis < rotated
+
+
+def test_minibatch_least_squares_reaches_the_noise_floor_with_a_good_step():
+    X, y, rng = optim.scaled_regression(0, rotated=False, smallest_scale=0.5)
+    excess = optim.minibatch_least_squares(X, y, "sgd", [1e-4, 0.1, 100.0], 2000, 32, rng)
+    assert excess[1] < 1e-3 < excess[0] and np.isinf(excess[2])

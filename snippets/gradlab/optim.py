@@ -285,26 +285,28 @@ def trust_region_step(gradient, H, radius, bisections=200):
     eigenvector) the step adds that eigenvector to reach the boundary."""
     eigenvalues, Q = np.linalg.eigh(H)
     coefficients = Q.T @ gradient
+    largest = float(np.abs(gradient).max(initial=0.0))
+    g_norm = largest * float(np.linalg.norm(gradient / largest)) if largest > 0 else 0.0  # no underflow
     if eigenvalues[0] > 0:
         newton_step = -Q @ (coefficients / eigenvalues)
         if np.linalg.norm(newton_step) <= radius:
             return newton_step
     lo = max(0.0, -eigenvalues[0])
-    hi = lo + np.linalg.norm(gradient) / radius + 1e-300
-
-    def step(lam):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return -Q @ np.where(coefficients == 0, 0.0, coefficients / (eigenvalues + lam))
-
-    if np.linalg.norm(step(lo * (1 + 1e-12) + 1e-300)) < radius:  # the hard case
-        p = step(lo * (1 + 1e-12) + 1e-300)
-        return p + np.sqrt(max(radius**2 - p @ p, 0.0)) * Q[:, 0]
+    lowest = eigenvalues <= eigenvalues[0] + 1e-12 * max(1.0, float(np.abs(eigenvalues).max()))
+    if eigenvalues[0] <= 0 and np.all(np.abs(coefficients[lowest]) <= 1e-12 * g_norm):  # the hard case
+        partial = -Q[:, ~lowest] @ (coefficients[~lowest] / (eigenvalues[~lowest] + lo))
+        if np.linalg.norm(partial) <= radius:
+            return partial + np.sqrt(max(radius**2 - partial @ partial, 0.0)) * Q[:, 0]
+    hi = lo + max(g_norm / radius, 4 * np.spacing(lo))  # |p(hi)| <= |g| / (hi + lambda_min) <= radius
     for _ in range(bisections):
         mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if np.linalg.norm(step(mid)) > radius else (lo, mid)
-        if hi - lo <= 1e-15 * hi:
+        if not lo < mid < hi:
             break
-    return step(hi)
+        if np.linalg.norm(coefficients / (eigenvalues + mid)) > radius:
+            lo = mid
+        else:
+            hi = mid
+    return -Q @ (coefficients / (eigenvalues + hi))
 
 
 def trust_region(fun, x0, hessian=None, radius=1.0, max_radius=100.0, gtol=1e-6, max_iter=1_000):
