@@ -9,7 +9,7 @@ import pytest
 from pipeline import macros, runner, scaffold
 
 DOCS = runner.ROOT / "docs"
-NOT_CHAPTERS = {"index.md", "contributing.md"}
+NOT_CHAPTERS = {"index.md", "contributing.md", "diagnose.md"}  # diagnose: symptom index, tested below
 SECTIONS = [
     "## Is it backprop?",
     "## Why",
@@ -108,3 +108,28 @@ def test_numbers_inside_math_are_written_for_tex(page, snippet_results):
                 line = text.count("\n", 0, math.start()) + 1
                 wrong.append(f"{page}:{line}: {math.group(0)} renders as {rendered}")
     assert not wrong, "use .Nt for numbers in math:\n" + "\n".join(wrong)
+
+
+def test_the_diagnose_page_has_ten_symptoms_each_with_probe_numbers_owner_fix_and_chapter():
+    """Each symptom: a PyTorch probe beside its numpy version, broken and healthy numbers the
+    build computed, whose property it is, the fix, and the chapter that measures it."""
+    text = (DOCS / "diagnose.md").read_text(encoding="utf-8")
+    sections = re.split(r"^## ", text, flags=re.M)[1:]
+    symptoms = [s for s in sections if s.split("\n", 1)[0] not in ("The probe file", "Run it yourself")]
+    assert len(symptoms) >= 10, f"diagnose.md has {len(symptoms)} symptoms"
+    chapters_linked = set()
+    for section in symptoms:
+        title = section.split("\n", 1)[0]
+        for part in (
+            '=== "PyTorch"',
+            '=== "numpy (gradlab)"',
+            "**Owner**",
+            "**Fix**",
+            "**Broken and healthy.**",
+        ):
+            assert part in section, f"diagnose.md, {title!r}: no {part}"
+        assert macros.MACRO.search(section), f"diagnose.md, {title!r}: no computed number"
+    for match in re.finditer(r"\]\(([a-z-]+\.md)[)#]", text):
+        chapters_linked.add(match.group(1))
+    assert chapters_linked <= set(chapters()), chapters_linked - set(chapters())
+    assert len(chapters_linked) >= 8, chapters_linked
