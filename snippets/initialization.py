@@ -1,233 +1,247 @@
-"""Initialization: activation and gradient variance through a deep tanh or ReLU network.
+"""Initialization: where the optimizer starts, and how far the signal travels from there.
 
-A deep, wide MLP at initialization, run forward and backward once with the project's reverse
-mode, under four weight scales (a small fixed 0.01, a large fixed 1, Glorot, He) and two
-activations; the per-layer variances are checked against the mean-field formulas, and the
-first-layer gradient is recomputed by four methods. Quoted by docs/initialization.md.
+A deep MLP at its starting point under five initializations and two activations, on five seeds:
+per-layer variances against the mean-field formula, the Jacobian's singular values, an equal start
+against a random one, the first-layer gradient by four methods. Quoted by docs/initialization.md.
 """
 
 # %% [markdown]
 # ## The setup
-# A multilayer perceptron with `depth` hidden layers of `width` units, $z_l = h_{l-1} W_l$
-# (biases 0), $h_l = f(z_l)$, $W_l \sim \mathcal N(0, \sigma_w^2)$, inputs $h_0 = X$ with
-# standard normal entries. The loss is a fixed random read-out of the output,
-# $L = \frac1B \sum_i y_i \cdot r_i$, so $\partial L/\partial y = r/B$ does not depend on the
-# network: every change in the gradient's size comes from the layers in between.
+# `depth` hidden layers of `width` units, $z_l = h_{l-1} W_l$, $h_l = f(z_l)$, normal inputs
+# $h_0 = X$; the loss is a fixed random read-out $L = \frac1B \sum_i y_i \cdot r_i$, so every
+# change in the gradient's size comes from the layers in between. Five seeds: new X, r, weights.
 
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
-from gradlab import check, diagnostics, models, ops, snippet
-from gradlab.engine import Tensor
+from gradlab import check, engine, models, ops, snippet
+from gradlab import init as inits
 from gradlab.plot import PALETTE
 
 parser = snippet.parser(__doc__)
 parser.add_argument("--depth", type=snippet.positive_int, default=20, help="hidden layers")
 parser.add_argument("--width", type=snippet.positive_int, default=256, help="units per layer")
-parser.add_argument("--batch", type=snippet.positive_int, default=128, help="inputs per batch")
+parser.add_argument("--batch", type=snippet.positive_int, default=64, help="inputs per batch")
 parser.add_argument("--naive-std", type=snippet.positive_float, default=0.01, help="small fixed std")
 parser.add_argument("--large-std", type=snippet.positive_float, default=1.0, help="large fixed std")
+parser.add_argument("--sym-width", type=snippet.positive_int, default=8, help="units of the equal-start net")
 args, results = snippet.parse(parser)
-rng = np.random.default_rng(args.seed)
-
+SEEDS = snippet.seeds(args.seed)
 depth, width, batch, n_out = args.depth, args.width, args.batch, 10
-INITS = {f"N(0, {args.naive_std:g}²)": args.naive_std, f"N(0, {args.large_std:g}²)": args.large_std}
-INITS |= {"Glorot": "glorot", "He": "he"}
+INITS = {"small": args.naive_std, "large": args.large_std, "glorot": "glorot", "he": "he", "orthogonal": None}
+LABELS = {"small": f"N(0, {args.naive_std:g}²)", "large": f"N(0, {args.large_std:g}²)"}
+LABELS |= {"glorot": "Glorot", "he": "He", "orthogonal": "orthogonal"}
 ACTIVATIONS = ["tanh", "relu"]
+SPECTRUM = [("tanh", "glorot"), ("tanh", "orthogonal"), ("relu", "he"), ("relu", "orthogonal")]
 SATURATED_SLOPE = 0.01  # a tanh unit is saturated below 1% of its largest slope, as in saturation.py
-for key, value in [("depth", depth), ("width", width), ("batch", batch)]:
-    results.number(key, value, f"network {key}")
-results.number("naive_std", args.naive_std, "the small fixed weight std")
-results.number("large_std", args.large_std, "the large fixed weight std")
-
-X = rng.normal(size=(batch, width))
-readout = rng.normal(size=(batch, n_out))
-
+settings = dict(depth=depth, width=width, batch=batch, naive_std=args.naive_std, large_std=args.large_std)
+for key, value in (settings | {"saturated_slope": SATURATED_SLOPE}).items():
+    results.number(key, value, f"setting: {key}")
 
 # %% [markdown]
-# ## One forward and one backward pass per setting
-# After `backward()` every intermediate Tensor holds its gradient, so the pre-activations
-# $z_l$ and activations $h_l$ give $\mathrm{Var}[z_l]$ and $\mathrm{Var}[\partial L/\partial h_l]$.
-# "Variance" is the mean square over the batch and the units (the entries have mean ~0).
+# ## One forward and one backward pass per setting and seed
+# Orthogonal weights get gain 1 (tanh) or $\sqrt2$ (ReLU): Glorot's and He's entry variance here.
 
 
 # %%
-def measure(activation, init, X, params_rng):
-    """One forward and backward pass of a fresh network as wide as X."""
-    params = models.init_mlp([X.shape[1]] * (depth + 1) + [n_out], init, params_rng)
-    tensors = [Tensor(p) for p in params]
-    output, pre_acts, acts = models.mlp(tensors, X, activation, return_hidden=True)
-    (ops.sum(output * readout) / batch).backward()
-    slopes = [1 - np.tanh(z.data) ** 2 for z in pre_acts]  # tanh's slopes (meaningless for ReLU)
-    grad_norms = models.grad_norm_per_layer([t.grad for t in tensors])
-    var_z = np.array([np.mean(z.data**2) for z in pre_acts])
-    var_grad_h = np.array([np.mean(h.grad**2) for h in acts])
-    return {
-        "var_z": var_z,
-        "var_grad_h": var_grad_h,
-        "ratio": grad_norms[0] / grad_norms[-1],
-        "relative_grad_1": np.linalg.norm(tensors[0].grad) / np.linalg.norm(params[0]),
-        "output_rms": np.sqrt(np.mean(output.data**2)),
-        "saturated": np.mean([np.mean(slope < SATURATED_SLOPE) for slope in slopes]),
-        "slope_sq": np.array([np.mean(slope**2) for slope in slopes]),
-        # Var[z_l] grows forward, Var[dL/dh_l] backward: both factors run in the signal's direction
-        "forward_factor": diagnostics.per_layer_factor(var_z),
-        "backward_factor": diagnostics.per_layer_factor(var_grad_h[::-1]),
-    }
+def measure(activation, init, seed):
+    """A fresh network at its starting point, on seed's data: ``inits.propagate``'s numbers."""
+    data_rng, weight_rng = np.random.default_rng([seed, 0]), np.random.default_rng([seed, 1])
+    X, readout = data_rng.normal(size=(batch, width)), data_rng.normal(size=(batch, n_out))
+    sizes = [width] * (depth + 1) + [n_out]
+    if init == "orthogonal":
+        params = inits.orthogonal_mlp(sizes, weight_rng, gain=np.sqrt(2) if activation == "relu" else 1.0)
+    else:
+        params = models.init_mlp(sizes, INITS[init], weight_rng)
+    run = inits.propagate(params, X, readout, activation)
+    run["saturated"] = np.mean([np.mean(slope < SATURATED_SLOPE) for slope in run["slopes"]])
+    if (activation, init) in SPECTRUM:  # of dh_D/dh_0 at the batch's first input
+        singular = inits.jacobian_singular_values(params[0:-2:2], [slope[0] for slope in run["slopes"]])
+        run |= {"singular": singular, "sv_spread": singular[0] / np.median(singular)}
+        run["sv_zero"] = np.mean(singular < 1e-10 * singular[0])  # numerically zero
+    return run
 
 
-runs = {
-    (activation, label): measure(activation, init, X, np.random.default_rng(args.seed))
-    for activation in ACTIVATIONS
-    for label, init in INITS.items()
+runs = {(act, init): [measure(act, init, seed) for seed in SEEDS] for act in ACTIVATIONS for init in INITS}
+
+
+def seeds_of(act, init, key):
+    return np.array([run[key] for run in runs[act, init]])
+
+
+for act, init in runs:
+    for key in ["forward", "backward", "relgrad", "output_rms", "grad_h_ratio"]:
+        results.spread(f"{key}_{act}_{init}", seeds_of(act, init, key), f"{act}, {init}: {key}", rtol=1e-4)
+
+# %%
+colors, first = dict(zip(INITS, PALETTE, strict=False)), {pair: trials[0] for pair, trials in runs.items()}
+fig, axes = plt.subplots(2, 2, figsize=(8.4, 6.6), sharex=True)
+for row, (key, name) in enumerate(
+    [("var_z", "Var[$z_l$]"), ("var_grad_h", r"Var[$\partial L/\partial h_l$]")]
+):
+    for ax, act in zip(axes[row], ACTIVATIONS, strict=True):
+        for init in INITS:
+            style = {"c": colors[init], "ls": "--" if init == "orthogonal" else "-", "label": LABELS[init]}
+            ax.semilogy(range(1, depth + 1), first[act, init][key], **style)
+        ax.set(title=f"{act}: {name}", xlabel="hidden layer l" * row, ylabel=f"{name} (log scale)")
+axes[0, 0].legend(fontsize=8)
+fig.suptitle(f"Variance per layer at initialization, forward and backward (seed {SEEDS[0]})")
+pairs = [(key, a) for key in ("var_z", "var_grad_h") for a in ACTIVATIONS]
+ends = {
+    (k, a): ", ".join(f"{LABELS[i]} {first[a, i][k][-1] / first[a, i][k][0]:.1e}" for i in INITS)
+    for k, a in pairs
 }
+alt = f"Var[z_l] (top) and Var[dL/dh_l] (bottom) over {depth} layers, seed {SEEDS[0]}. Last layer "
+alt += f"over first, forward: ReLU {ends['var_z', 'relu']}; tanh {ends['var_z', 'tanh']}. Backward: ReLU "
+alt += f"{ends['var_grad_h', 'relu']}; tanh {ends['var_grad_h', 'tanh']}. Orthogonal (dashed) lies on "
+alt += "Glorot's line for tanh and on He's for ReLU."
+results.figure(fig, "variance_per_layer", alt=alt)
 
-columns = ["Var[z_1]", "Var[z_D]", "Var[dL/dh_1]", "Var[dL/dh_D]", "|y| rms", "|dW_1|/|W_1|", "|dW_1|/|dW_L|"]
-print(f"{'activation':<10} {'init':<12}" + "".join(f"{column:>14}" for column in columns))
-for (activation, label), run in runs.items():
-    cells = [*run["var_z"][[0, -1]], *run["var_grad_h"][[0, -1]], run["output_rms"], run["relative_grad_1"]]
-    print(f"{activation:<10} {label:<12}" + "".join(f"{cell:14.2e}" for cell in [*cells, run["ratio"]]))
-
-
-# %%
-def per_layer_figure(key, ylabel, title):
-    """One panel per activation, one line per weight scale, layer by layer."""
-    fig, axes = plt.subplots(1, 2, figsize=(8.4, 3.6), sharey=True)
-    for ax, activation in zip(axes, ACTIVATIONS, strict=True):
-        for color, label in zip(PALETTE, INITS, strict=False):
-            ax.semilogy(np.arange(1, depth + 1), runs[activation, label][key], color=color, label=label)
-        ax.set(title=f"{activation}", xlabel="hidden layer l")
-    axes[0].set_ylabel(ylabel)
-    axes[0].legend()
-    fig.suptitle(title)
-    return fig
-
-
-def last_layer_summary(key, activation):
-    return ", ".join(f"{label} {runs[activation, label][key][-1]:.1e}" for label in INITS)
-
-
-title = "Pre-activation variance per layer at initialization"
-fig = per_layer_figure("var_z", r"Var[$z_l$] (log scale)", title)
-tanh_others = np.concatenate([runs["tanh", label]["var_z"] for label in list(INITS)[1:]])
-results.figure(
-    fig,
-    "forward_variance",
-    alt=f"Pre-activation variance over {depth} layers. At the last layer, with ReLU: "
-    f"{last_layer_summary('var_z', 'relu')}; with tanh: {last_layer_summary('var_z', 'tanh')}. "
-    f"Under tanh every scale but the small one stays between {tanh_others.min():.2g} and "
-    f"{tanh_others.max():.3g}.",
-)
-
-
-# %%
-def first_over_last(activation):
-    ratios = {label: runs[activation, label]["var_grad_h"] for label in INITS}
-    return ", ".join(f"{label} {v[0] / v[-1]:.1e}" for label, v in ratios.items())
-
-
-ylabel = r"Var[$\partial L/\partial h_l$] (log scale)"
-fig = per_layer_figure("var_grad_h", ylabel, "Gradient variance per layer at initialization")
-results.figure(
-    fig,
-    "backward_variance",
-    alt=f"Gradient variance per layer. First hidden layer over last, with ReLU: {first_over_last('relu')}; "
-    f"with tanh: {first_over_last('tanh')}. A ratio far below 1 is a vanishing gradient, far above "
-    "1 an exploding one.",
-)
+fig, axes = plt.subplots(1, 2, figsize=(8.4, 3.4), sharey=True)
+for ax, act in zip(axes, ACTIVATIONS, strict=True):
+    for init in [i for a, i in SPECTRUM if a == act]:
+        singular = np.maximum(first[act, init]["singular"], 1e-300)
+        ax.semilogy(range(1, width + 1), singular, c=colors[init], label=LABELS[init])
+    ax.set(title=act, xlabel="index (largest first)", ylim=(1e-20, 1e3))
+axes[0].set_ylabel(r"singular value of $\partial h_D/\partial h_0$")
+axes[0].legend()
+fig.suptitle(f"Input-output Jacobian at one input (seed {SEEDS[0]})")
+tanh_g, tanh_o, relu_h, relu_o = [first[pair] for pair in SPECTRUM]
+alt = f"Singular values of the {depth}-layer input-output Jacobian. Tanh: Glorot's span many orders of "
+alt += f"magnitude (largest over median {tanh_g['sv_spread']:.1e}), orthogonal's do not "
+alt += f"({tanh_o['sv_spread']:.2g}). ReLU: {relu_h['sv_zero']:.0%} (He) and {relu_o['sv_zero']:.0%} "
+alt += "(orthogonal) of them are numerically zero."
+results.figure(fig, "jacobian_spectrum", alt=alt)
 
 # %% [markdown]
-# ## The formulas against the measurements
-# Forward, $\mathrm{Var}[z_l] = n\,\sigma_w^2\,\mathbb E[h_{l-1}^2]$; for ReLU
-# $\mathbb E[h^2] = \mathrm{Var}[z]/2$, so each layer multiplies the variance by $n\sigma_w^2/2$
-# (1 under He); for tanh near 0, $h \approx z$ and the factor is $n\sigma_w^2$.
-# Backward, each layer multiplies $\mathrm{Var}[\partial L/\partial h]$ by
-# $n\sigma_w^2\,\mathbb E[f'(z)^2]$: again 1 for ReLU + He, $n\sigma_w^2$ for tanh near 0.
-# The measured factor is the geometric mean of the $D - 1$ ratios between consecutive layers.
-# For tanh under the large fixed scale, $\mathbb E[f'(z_l)^2]$ comes from the measured slopes.
-# One finite network deviates from these averages over random weights: repeat the ReLU + He run
-# for several seeds at width 32 and at the full width, and take the RMS deviation from 1.
-
+# ## The formula against the measurements
+# Forward, $\mathrm{Var}[z_l] = n\sigma_w^2\,\mathbb E[h_{l-1}^2]$; backward, each layer multiplies
+# $\mathrm{Var}[\partial L/\partial h]$ by $n\sigma_w^2\,\mathbb E[f'(z)^2]$. For ReLU both factors are
+# $n\sigma_w^2/2$ (1 under He); for tanh near 0, $n\sigma_w^2$; for tanh under the large scale,
+# $\mathbb E[f'^2]$ comes from the measured slopes. The measured factor is the geometric mean of the
+# $D-1$ ratios between consecutive layers.
 
 # %%
-NAIVE, LARGE = list(INITS)[:2]
-he_relu, naive_tanh, tanh_large = runs["relu", "He"], runs["tanh", NAIVE], runs["tanh", LARGE]
-naive_tanh_predicted = width * args.naive_std**2
-large_tanh_predicted = width * args.large_std**2 * np.exp(np.mean(np.log(tanh_large["slope_sq"][1:])))
-checks = {
-    "he_relu_forward": (1.0, he_relu["forward_factor"]),
-    "he_relu_backward": (1.0, he_relu["backward_factor"]),
-    "naive_tanh_forward": (naive_tanh_predicted, naive_tanh["forward_factor"]),
-    "naive_tanh_backward": (naive_tanh_predicted, naive_tanh["backward_factor"]),
-    "large_tanh_backward": (large_tanh_predicted, tanh_large["backward_factor"]),
+slope_sq = [np.exp(np.mean([np.log(np.mean(s**2)) for s in r["slopes"][1:]])) for r in runs["tanh", "large"]]
+large_tanh = width * args.large_std**2 * np.array(slope_sq)
+small_tanh = width * args.naive_std**2
+predictions = {("relu", "he"): 1.0, ("tanh", "small"): small_tanh, ("tanh", "large"): large_tanh}
+off = {}
+for (act, init), predicted in predictions.items():
+    for direction in ["forward", "backward"] if init != "large" else ["backward"]:
+        off[act, init, direction] = np.abs(seeds_of(act, init, direction) / predicted - 1)
+        key, about = f"rel_diff_{act}_{init}_{direction}", "|measured / predicted - 1|"
+        results.spread(key, off[act, init, direction], about, atol=1e-6, rtol=1e-3)
+results.number("predicted_tanh_small", small_tanh, "n sigma^2 for the small scale")
+results.spread("predicted_tanh_large", large_tanh, "n sigma^2 E[tanh'^2] under the large scale", rtol=1e-4)
+results.spread("saturated_tanh_large", seeds_of("tanh", "large", "saturated"), "share saturated", rtol=1e-4)
+saturated_off = off.pop(("tanh", "large", "backward")).max()
+worst = max(v.max() for v in off.values())
+# The chapter's sentences, as claims ("every factor": forward and backward, on every seed)
+F = {pair: np.concatenate([seeds_of(*pair, "forward"), seeds_of(*pair, "backward")]) for pair in runs}
+he_range = np.array([r["var_z"].max() / r["var_z"].min() for r in runs["relu", "he"]])
+results.spread("var_range_relu_he", he_range, "ReLU + He: largest over smallest Var[z_l]", rtol=1e-4)
+ratios = {i: seeds_of("relu", i, "ratio") for i in ("small", "large", "he")}
+for init, values in ratios.items():
+    results.spread(f"ratio_relu_{init}", values, "ReLU: |dL/dW_1| / |dL/dW_last|", rtol=1e-4)
+sv = {f"{key}_{a}_{i}": seeds_of(a, i, key) for a, i in SPECTRUM for key in ("sv_spread", "sv_zero")}
+for key, values in sv.items():
+    results.spread(key, values, "Jacobian: largest / median singular value, or share zero", rtol=1e-4)
+saturated, backward = seeds_of("tanh", "large", "saturated"), seeds_of("tanh", "large", "backward")
+orthogonal_off = max(abs(F[a, "orthogonal"] / F[a, i] - 1).max() for a, i in SPECTRUM[::2])
+small_max = max(F[a, "small"].max() for a in ACTIVATIONS)
+ratio_off = max(abs(ratios[i] / ratios["he"] - 1).max() for i in ratios)
+isometric = sv["sv_spread_tanh_orthogonal"].max() * 100 < sv["sv_spread_tanh_glorot"].min()
+CLAIMS = f"""
+formula_holds: ReLU + He and tanh at the small scale: every factor is within 5% of the formula's
+formula_holds_saturated: saturated tanh: the backward factor is within 15% of the formula's on every seed
+small_shrinks: under N(0, {args.naive_std:g}²) every layer at least halves the variance, tanh and ReLU
+large_relu_grows: under N(0, {args.large_std:g}²) every ReLU layer at least doubles the variance
+glorot_relu_halves: ReLU + Glorot: every factor is 1/2 ± 0.1
+he_relu_preserved: ReLU + He: the largest and smallest Var[z_l] of a network are within a factor 3
+glorot_tanh_slow: tanh + Glorot: every factor is between 0.7 and 1
+tanh_large_saturated_yet_grows: tanh, large scale: most units saturated, yet the backward factor is above 1
+ratio_hides_scale: ReLU: |dL/dW_1| / |dL/dW_last| is the same under the small, large and He scales to 1e-9
+orthogonal_same_variance: orthogonal's factors are within 10% of Glorot's (tanh) and He's (ReLU)
+orthogonal_tanh_isometric: tanh: orthogonal's largest/median singular value is over 100 times below Glorot's
+relu_half_zero: ReLU: at least half the Jacobian's singular values are 0, under He and orthogonal alike
+"""
+holds = {
+    "formula_holds": worst < 0.05,
+    "formula_holds_saturated": saturated_off < 0.15,
+    "small_shrinks": small_max < 0.5,
+    "large_relu_grows": F["relu", "large"].min() > 2,
+    "glorot_relu_halves": abs(F["relu", "glorot"] - 0.5).max() < 0.1,
+    "he_relu_preserved": he_range.max() < 3,
+    "glorot_tanh_slow": np.all((F["tanh", "glorot"] > 0.7) & (F["tanh", "glorot"] < 1)),
+    "tanh_large_saturated_yet_grows": saturated.min() > 0.5 and backward.min() > 1,
+    "ratio_hides_scale": ratio_off < 1e-9,
+    "orthogonal_same_variance": orthogonal_off < 0.1,
+    "orthogonal_tanh_isometric": isometric,
+    "relu_half_zero": min(sv["sv_zero_relu_he"].min(), sv["sv_zero_relu_orthogonal"].min()) >= 0.5,
 }
-for key, (predicted, measured) in checks.items():
-    difference = abs(measured - predicted) / predicted
-    print(f"{key:<20} predicted {predicted:.4f}  measured {measured:.4f}  rel. difference {difference:.1%}")
-    results.number(f"{key}_predicted", predicted, f"{key}: predicted variance factor per layer")
-    results.number(f"{key}_measured", measured, f"{key}: measured variance factor per layer", rtol=1e-4)
-    results.number(f"{key}_rel_diff", difference, f"{key}: relative difference", rtol=1e-3, atol=1e-6)
+values = {str(pair): f for pair, f in F.items()} | {"he_range": he_range, "ratios": ratios} | sv
+values |= {"worst": worst, "saturated_off": saturated_off, "saturated": saturated, "orth": orthogonal_off}
+for name, text in (line.split(": ", 1) for line in CLAIMS.strip().splitlines()):
+    results.claim(name, bool(holds[name]), text, values)
 
-spread_seeds, narrow, spread = 5, 32, {}
-for key, n in {"narrow": narrow, "wide": width}.items():
-    rngs = [np.random.default_rng([args.seed, n, seed]) for seed in range(spread_seeds)]
-    trials = [measure("relu", "he", trial_rng.normal(size=(batch, n)), trial_rng) for trial_rng in rngs]
-    factors = [trial[direction] for direction in ("forward_factor", "backward_factor") for trial in trials]
-    spread[key] = np.sqrt(np.mean(np.square(np.array(factors) - 1)))
-    print(f"ReLU + He at width {n}: RMS deviation from 1 over {spread_seeds} seeds {spread[key]:.1%}")
+# %% [markdown]
+# ## A symmetric start
+# Every weight of a small tanh network equal to `sym_value`, against Glorot's random draw; both
+# trained by plain gradient descent on the same regression data. $L$ is unchanged when two hidden
+# units of a layer swap places, so at a point where they are equal its gradient treats them
+# equally, and every step keeps them equal.
 
-slug = {NAIVE: "naive", LARGE: "large", "Glorot": "glorot", "He": "he"}
-for (activation, label), run in runs.items():
-    name, about = f"{activation}_{slug[label]}", f"{activation}, {label}"
-    results.number(f"ratio_{name}", run["ratio"], f"{about}: |dL/dW_1| / |dL/dW_last|", rtol=1e-4)
-    results.number(f"relgrad_{name}", run["relative_grad_1"], f"{about}: |dL/dW_1| / |W_1|", rtol=1e-4)
-    results.number(f"output_rms_{name}", run["output_rms"], f"{about}: RMS of the output", rtol=1e-4)
-    grad_h_ratio = np.sqrt(run["var_grad_h"][0] / run["var_grad_h"][-1])
-    results.number(f"grad_h_ratio_{name}", grad_h_ratio, f"{about}: rms dL/dh_1 / rms dL/dh_D", rtol=1e-4)
-for key, value, about in [
-    ("naive_relu_var_z_last", runs["relu", NAIVE]["var_z"][-1], "ReLU, small std: Var[z_D]"),
-    ("large_relu_var_z_last", runs["relu", LARGE]["var_z"][-1], "ReLU, large std: Var[z_D]"),
-    ("saturated_slope", SATURATED_SLOPE, "tanh' below which a unit counts as saturated"),
-    ("saturated_tanh_large", tanh_large["saturated"], "tanh, large std: share of saturated units"),
-    ("narrow_width", narrow, "the narrow width of the deviation study"),
-    ("spread_narrow", spread["narrow"], "narrow width: RMS deviation of the ReLU + He factors from 1"),
-    ("spread_wide", spread["wide"], "full width: RMS deviation of the ReLU + He factors from 1"),
-    ("spread_seeds", spread_seeds, "seeds per width in the deviation study"),
-]:
-    results.number(key, value, about, rtol=1e-4)
+# %%
+sym_sizes, sym_value, sym_steps, sym_lr = [4, args.sym_width, args.sym_width, 1], 0.3, 300, 0.1
+sym = []
+for seed in SEEDS:
+    rng = np.random.default_rng([seed, 2])
+    X_sym = rng.normal(size=(64, sym_sizes[0]))
+    y_sym = np.sin(1.5 * X_sym @ rng.normal(size=(sym_sizes[0], 1)))
+    sym.append(inits.equal_versus_random(X_sym, y_sym, sym_sizes, sym_value, sym_lr, sym_steps, rng))
+print("dL/dW_1 at the equal start, first row:", sym[0]["first_grads"][0][0])
+results.number("sym_grad_example", sym[0]["first_grads"][0][0, 0], "dL/dW_1[0, j], equal start", rtol=1e-4)
+equal, random = np.array([r["equal"] for r in sym]), np.array([r["random"] for r in sym])
+for key, values in {"equal": equal, "random": random, "ratio": random / equal}.items():
+    results.spread(f"sym_loss_{key}", values, f"{key} start: loss after {sym_steps} steps", rtol=1e-4)
+sym_settings = {"sym_width": sym_sizes[1], "sym_value": sym_value, "sym_steps": sym_steps, "sym_lr": sym_lr}
+for key, value in sym_settings.items():
+    results.number(key, value, "symmetric-start setting")
+text = "units started equal get identical gradients, bit for bit"
+results.claim("equal_grads_identical", all(r["grads_identical"] for r in sym), text)
+text = f"after {sym_steps} steps the units started equal are still identical, bit for bit"
+results.claim("equal_stays_equal", all(r["units_identical"] for r in sym), text)
+text = "the random start reaches a lower loss than the equal start on every seed"
+results.claim("random_fits_better", bool(np.all(random < equal)), text, {"equal": equal, "random": random})
 
 # %% [markdown]
 # ## Is it backprop?
 # The first layer's weight gradient under the small fixed scale (tanh), by reverse mode, forward
-# mode, central differences and the complex step. Forward mode and the two numerical methods cost
-# one or two passes per weight, so this runs on a smaller copy of the network: same depth,
-# `check_width` units per layer, `check_batch` inputs.
+# mode, central differences and the complex step, on a smaller copy (same depth, `check_width`
+# units, a batch of `check_width`): forward mode and the numerical methods cost passes per weight.
 
 # %%
-check_width, check_batch = 16, 16
-small = models.init_mlp([check_width] * (depth + 1) + [1], args.naive_std, rng)
-X_small, r_small = rng.normal(size=(check_batch, check_width)), rng.normal(size=(check_batch, 1))
+check_width, exact, central, grad_rms = 8, [], [], []
+for seed in SEEDS:
+    rng = np.random.default_rng([seed, 3])
+    small = models.init_mlp([check_width] * (depth + 1) + [1], args.naive_std, rng)
+    X_small, r_small = rng.normal(size=(check_width, check_width)), rng.normal(size=(check_width, 1))
 
+    def first_layer_loss(first, rest=small[1:], X=X_small, r=r_small):
+        return ops.sum(models.mlp([first[0], *rest], X, "tanh") * r) / check_width
 
-def first_layer_loss(first):
-    y = models.mlp([first[0], *small[1:]], X_small, "tanh")
-    return ops.sum(y * r_small) / check_batch
-
-
-disagreement = check.compare(first_layer_loss, [small[0]])
-first_grad = check.METHODS["reverse"](first_layer_loss, [small[0]])[0]
-for pair, value in disagreement.items():
-    print(f"{pair:<22} largest relative disagreement {value:.1e}")
-exact_methods = max(disagreement["reverse vs forward"], disagreement["reverse vs complex"])
-exact_about = "largest relative disagreement of reverse mode with forward mode and the complex step"
-first_grad_rms = np.sqrt(np.mean(first_grad**2))
-results.number("check_width", check_width, "width of the smaller copy")
-results.number("check_batch", check_batch, "batch of the smaller copy")
-results.number("check_grad_rms", first_grad_rms, "small copy: RMS first-layer gradient", rtol=1e-4)
-results.number(
-    "check_max_disagreement", max(disagreement.values()), "largest relative disagreement", atol=1e-6
-)
-results.number("check_exact_disagreement", exact_methods, exact_about, atol=1e-9)
+    disagreement = check.compare(first_layer_loss, [small[0]])
+    exact.append(max(disagreement["reverse vs forward"], disagreement["reverse vs complex"]))
+    central.append(disagreement["reverse vs central"])
+    grad_rms.append(np.sqrt(np.mean(engine.grad(first_layer_loss, [small[0]])[0] ** 2)))
+results.number("check_width", check_width, "width and batch of the smaller copy")
+results.spread("check_grad_rms", grad_rms, "small copy: RMS first-layer gradient", rtol=1e-4)
+results.spread("check_exact", exact, "reverse vs forward mode and complex step", atol=1e-9)
+results.spread("check_central", central, "reverse vs central differences", atol=1e-5)
+text = "reverse mode agrees with forward mode and the complex step to 1e-9, with central differences to 1e-5"
+holds = max(exact) < 1e-9 and max(central) < 1e-5
+results.claim("methods_agree", holds, text, {"exact": exact, "central": central})
 
 # %%
 results.save()

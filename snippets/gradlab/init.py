@@ -1,0 +1,129 @@
+"""Initializations that are not a weight scale: orthogonal matrices (Saxe, McClelland and
+Ganguli, ICLR 2014) and constant weights (the symmetric starting point random draws avoid).
+
+Both return parameter lists in the layout of ``models.init_mlp``: ``[W1, b1, W2, b2, ...]``
+with ``W_l`` of shape ``(fan_in, fan_out)`` and biases 0, so ``models.mlp`` runs them.
+"""
+
+from itertools import pairwise
+
+import numpy as np
+
+from . import diagnostics, engine, models, ops
+
+
+def orthogonal(fan_in, fan_out, rng, gain=1.0):
+    """A ``(fan_in, fan_out)`` matrix ``gain * Q`` with orthonormal columns (fan_in >= fan_out)
+    or orthonormal rows (fan_in < fan_out), drawn uniformly (Haar measure).
+
+    Q comes from the QR decomposition of a standard normal matrix, with the signs of R's
+    diagonal moved into Q so that the draw does not depend on the QR routine's sign convention.
+    Every singular value of the result is exactly ``gain`` (up to rounding): the layer scales the
+    norm of every vector in its row space by ``gain``, not only on average.
+    """
+    tall = fan_in >= fan_out
+    A = rng.normal(size=(fan_in, fan_out) if tall else (fan_out, fan_in))
+    Q, R = np.linalg.qr(A)
+    Q = Q * np.where(np.diag(R) < 0, -1.0, 1.0)
+    return gain * (Q if tall else Q.T)
+
+
+def orthogonal_mlp(sizes, rng, gain=1.0):
+    """[W1, b1, W2, b2, ...] for layer sizes [n_in, ..., n_out]: every W_l ``orthogonal`` with
+    this ``gain`` (1 for tanh, sqrt(2) for ReLU, whose mean square slope is 1/2), biases 0."""
+    params = []
+    for fan_in, fan_out in pairwise(sizes):
+        params += [orthogonal(fan_in, fan_out, rng, gain), np.zeros(fan_out)]
+    return params
+
+
+def constant_mlp(sizes, value):
+    """[W1, b1, ...] with every weight equal to ``value`` and biases 0: every hidden unit of a
+    layer computes the same function, so each gets the same gradient."""
+    params = []
+    for fan_in, fan_out in pairwise(sizes):
+        params += [np.full((fan_in, fan_out), float(value)), np.zeros(fan_out)]
+    return params
+
+
+def jacobian_singular_values(weights, slopes):
+    """The singular values of the input-output Jacobian of an MLP at one input, largest first.
+
+    With row vectors, h_l = f(h_{l-1} W_l), so dh_D/dh_0 = W_1 diag(f'(z_1)) W_2 ... W_D
+    diag(f'(z_D)); ``weights`` are W_1..W_D, ``slopes`` the vectors f'(z_l) at that input.
+    Saxe et al. (2014) call an initialization whose singular values all stay near 1 with depth
+    "dynamically isometric".
+    """
+    J = np.eye(weights[0].shape[0])
+    for W, slope in zip(weights, slopes, strict=True):
+        J = (J @ W) * slope
+    return np.linalg.svd(J, compute_uv=False)
+
+
+def propagate(params, X, readout, activation):
+    """One forward and one backward pass of ``models.mlp`` with the loss L = sum(y * readout) / B
+    (so dL/dy = readout / B does not depend on the weights), by the project's reverse mode.
+
+    Per hidden layer l = 1..D: ``var_z`` (mean square of z_l over batch and units),
+    ``var_grad_h`` (mean square of dL/dh_l), ``slopes`` (the arrays f'(z_l)). Summaries:
+    ``forward`` and ``backward``, the per-layer factors of var_z (first to last layer) and of
+    var_grad_h (last to first), each the geometric mean of D - 1 ratios; ``ratio``,
+    ||dL/dW_1|| / ||dL/dW_last||; ``relgrad``, ||dL/dW_1|| / ||W_1||; ``output_rms``, the RMS of
+    y; ``grad_h_ratio``, RMS dL/dh_1 / RMS dL/dh_D.
+    """
+    tensors = [engine.Tensor(p) for p in params]
+    output, pre_acts, acts = models.mlp(tensors, X, activation, return_hidden=True)
+    (ops.sum(output * readout) / X.shape[0]).backward()
+    var_z = np.array([np.mean(z.data**2) for z in pre_acts])
+    var_grad_h = np.array([np.mean(h.grad**2) for h in acts])
+    grad_norms = models.grad_norm_per_layer([t.grad for t in tensors])
+    return {
+        "var_z": var_z,
+        "var_grad_h": var_grad_h,
+        "slopes": [diagnostics.local_slope(activation, h.data) for h in acts],
+        "forward": diagnostics.per_layer_factor(var_z),
+        "backward": diagnostics.per_layer_factor(var_grad_h[::-1]),
+        "ratio": grad_norms[0] / grad_norms[-1],
+        "relgrad": float(np.linalg.norm(tensors[0].grad) / np.linalg.norm(params[0])),
+        "output_rms": float(np.sqrt(np.mean(output.data**2))),
+        "grad_h_ratio": float(np.sqrt(var_grad_h[0] / var_grad_h[-1])),
+    }
+
+
+def units_identical(params):
+    """True if, in every hidden layer, every unit's incoming and outgoing weights and its bias
+    equal unit 0's bit for bit (``[W1, b1, W2, b2, ...]``): the network is then one unit wide."""
+    weights, biases = params[0::2], params[1::2]
+    hidden = range(len(weights) - 1)
+    incoming = all(
+        np.all(weights[i] == weights[i][:, :1]) and np.all(biases[i] == biases[i][0]) for i in hidden
+    )
+    outgoing = all(np.all(weights[i + 1] == weights[i + 1][:1]) for i in hidden)
+    return bool(incoming and outgoing)
+
+
+def descend(loss, params, lr, steps):
+    """``steps`` steps of plain gradient descent on ``loss`` (a function of a parameter list):
+    returns the loss after the last step, the gradient at the start and the final params."""
+    first = None
+    for _ in range(steps):
+        _, grads = engine.value_and_grad(loss, params)
+        first = grads if first is None else first
+        params = [p - lr * g for p, g in zip(params, grads, strict=True)]
+    return engine.value_and_grad(loss, params)[0], first, params
+
+
+def equal_versus_random(X, y, sizes, value, lr, steps, rng, activation="tanh"):
+    """Train an MLP on the squared error from an equal start (every weight ``value``) and from a
+    Glorot draw (``rng``), ``steps`` steps of gradient descent each. Returns the final losses
+    ``equal`` and ``random``, ``first_grads`` (the equal start's gradient at step 0), and
+    ``grads_identical`` / ``units_identical``: ``units_identical`` of that gradient and of the
+    equal start's final weights."""
+
+    def mse(params):
+        return ops.mean((models.mlp(params, X, activation) - y) ** 2)
+
+    equal, first_grads, end = descend(mse, constant_mlp(sizes, value), lr, steps)
+    random = descend(mse, models.init_mlp(sizes, "glorot", rng), lr, steps)[0]
+    identical = {"grads_identical": units_identical(first_grads), "units_identical": units_identical(end)}
+    return {"equal": equal, "random": random, "first_grads": first_grads} | identical

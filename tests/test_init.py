@@ -1,0 +1,80 @@
+"""Tests for gradlab.init: orthogonal and constant starts, the propagation report, descent."""
+
+import numpy as np
+import pytest
+from gradlab import engine, init, models, ops
+
+
+@pytest.mark.parametrize("shape", [(6, 6), (8, 3), (3, 8)])
+def test_orthogonal_has_every_singular_value_equal_to_gain(shape):
+    W = init.orthogonal(*shape, np.random.default_rng(0), gain=1.5)
+    assert W.shape == shape
+    np.testing.assert_allclose(np.linalg.svd(W, compute_uv=False), 1.5, rtol=1e-12)
+
+
+def test_orthogonal_draws_do_not_favour_a_sign():
+    # without the sign correction, Q's diagonal follows the QR routine's convention
+    diagonals = [np.diag(init.orthogonal(4, 4, np.random.default_rng(seed))) for seed in range(400)]
+    assert abs(np.mean(np.sign(diagonals))) < 0.1
+
+
+def test_jacobian_singular_values_match_a_finite_difference_jacobian():
+    rng = np.random.default_rng(1)
+    params = models.init_mlp([5, 5, 5, 2], "glorot", rng)
+    x = rng.normal(size=(1, 5))
+    p = init.propagate(params, x, np.ones((1, 2)), "tanh")
+    singular = init.jacobian_singular_values(params[0:-2:2], [s[0] for s in p["slopes"]])
+
+    def last_hidden(h0):
+        return models.mlp(params, h0, "tanh", return_hidden=True)[2][-1]
+
+    step, J = 1e-6, np.zeros((5, 5))
+    for i in range(5):
+        e = np.zeros((1, 5))
+        e[0, i] = step
+        J[i] = (last_hidden(x + e) - last_hidden(x - e))[0] / (2 * step)
+    np.testing.assert_allclose(singular, np.linalg.svd(J, compute_uv=False), rtol=1e-6)
+
+
+def test_propagate_matches_reverse_mode_and_the_he_factor():
+    rng = np.random.default_rng(2)
+    params = models.init_mlp([64] * 4 + [3], "he", rng)
+    X, readout = rng.normal(size=(512, 64)), rng.normal(size=(512, 3))
+    p = init.propagate(params, X, readout, "relu")
+
+    def loss(ps):
+        return ops.sum(models.mlp(ps, X, "relu") * readout) / 512
+
+    grads = engine.grad(loss, params)
+    norms = models.grad_norm_per_layer(grads)
+    assert p["ratio"] == pytest.approx(norms[0] / norms[-1])
+    assert p["relgrad"] == pytest.approx(np.linalg.norm(grads[0]) / np.linalg.norm(params[0]))
+    assert 0.8 < p["forward"] < 1.25
+
+
+def test_equal_start_stays_one_unit_wide_and_a_random_start_does_not():
+    # width 8: a multiple of every common SIMD width, so the matrix-product kernel treats every
+    # column alike and the tie is exact; at other widths it can differ in the last bit
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(16, 3))
+    y = np.sin(X[:, :1])
+    result = init.equal_versus_random(X, y, [3, 8, 8, 1], 0.2, 0.1, 20, rng)
+    assert result["grads_identical"] and result["units_identical"]
+    assert not init.units_identical(models.init_mlp([3, 8, 8, 1], "glorot", rng))
+
+
+def test_units_identical_sees_one_differing_bit():
+    params = init.constant_mlp([2, 3, 1], 0.5)
+    assert init.units_identical(params)
+    params[0][1, 2] = np.nextafter(0.5, 1.0)
+    assert not init.units_identical(params)
+
+
+def test_descend_takes_plain_gradient_steps():
+    def loss(ps):
+        return ops.sum(ps[0] * ps[0])
+
+    value, first, (x,) = init.descend(loss, [np.array([1.0, -2.0])], lr=0.25, steps=2)
+    np.testing.assert_allclose(first[0], [2.0, -4.0])
+    np.testing.assert_allclose(x, [0.25, -0.5])  # x <- x - 0.25 * 2x = x / 2, twice
+    assert value == pytest.approx(0.3125)
