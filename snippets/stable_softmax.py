@@ -1,36 +1,32 @@
 """Stable formulations: softmax, log-sum-exp and cross-entropy written naively and stably
 
-The same three functions written as two programs each, evaluated on the logits c·[1, 0, −1]
-with the scale c swept over five orders of magnitude in float32 and float64: where the naive
-program overflows or underflows, what its gradient is there, and that every differentiation
-method fails (or succeeds) together. Quoted by docs/stable-formulations.md.
+Each function as two programs on the logits c·[1, 0, −1], c swept over five orders of magnitude in
+float32 and float64: where the naive one overflows or underflows and what its gradient is there; a
+max-subtracting softmax followed by a log; binary cross-entropy with log1p; a log clamped at -100.
+Quoted by docs/stable-formulations.md.
 """
 
 # %% [markdown]
-# Two programs for one function. The naive one computes $e^{z}$ and normalizes; the stable one
-# subtracts $m = \max_j z_j$ first, so every exponent is $\le 0$:
-# $\mathrm{logsumexp}(z) = m + \log \sum_j e^{z_j - m}$ and
-# $\log \mathrm{softmax}(z) = z - \mathrm{logsumexp}(z)$. Both are in `gradlab/losses.py`,
-# written with `gradlab.ops`, so every differentiation method runs on exactly these programs.
+# The naive program computes $e^{z}$ and normalizes; the stable one subtracts $m = \max_j z_j$:
+# $\mathrm{logsumexp}(z) = m + \log \sum_j e^{z_j - m}$. Both are in `gradlab/losses.py`.
 
 # %%
+import decimal
+import itertools
+
 import matplotlib.pyplot as plt
 import numpy as np
 from gradlab import check, losses, ops, plot, snippet
+from gradlab.sweep import evaluate, largest_finite_scale, relative_error
 
 parser = snippet.parser(__doc__)
-parser.add_argument(
-    "--label", type=int, choices=[0, 1, 2], default=2, help="true class (2: the smallest logit)"
-)
-parser.add_argument(
-    "--scale", type=snippet.positive_float, default=10.0, help="logit scale c where both are finite"
-)
-parser.add_argument(
-    "--overflow-scale", type=snippet.positive_float, default=1000.0, help="logit scale c past overflow"
-)
+parser.add_argument("--label", type=int, choices=[0, 1, 2], default=2, help="true class (2: smallest logit)")
+parser.add_argument("--scale", type=snippet.positive_float, default=10.0, help="c where both are finite")
+parser.add_argument("--overflow-scale", type=snippet.positive_float, default=1000.0, help="c past overflow")
 parser.add_argument("--points", type=snippet.positive_int, default=241, help="scales in the sweep")
+parser.add_argument("--confident-logit", type=float, default=50.0, help="a confident right logit (label 1)")
+parser.add_argument("--bce-logit", type=float, default=-200.0, help="a confidently wrong logit (label 1)")
 args, results = snippet.parse(parser)
-rng = np.random.default_rng(args.seed)  # unused: everything here is deterministic
 direction = np.array([1.0, 0.0, -1.0])
 PRECISIONS = {"float32": np.float32, "float64": np.float64}
 PROGRAMS = {
@@ -65,79 +61,43 @@ results.number("label", args.label, "true class of the cross-entropy (logits c·
 
 
 # %%
-def evaluate(program, c, dtype):
-    with np.errstate(all="ignore"):
-        return np.asarray(program((c * direction).astype(dtype)), dtype=np.float64)
-
-
-def relative_error(value, reference):
-    if not np.all(np.isfinite(value)):
-        return np.inf
-    size = np.linalg.norm(reference)  # 0 when the loss itself rounds to 0 (label 0, large c)
-    difference = np.linalg.norm(value - reference)
-    return difference / size if size > 0 else difference
-
-
-def largest_finite_scale(program, dtype, grid):
-    finite = [np.all(np.isfinite(evaluate(program, c, dtype))) for c in grid]
-    if all(finite):
-        return grid[-1]  # finite over the whole sweep
-    low, high = grid[finite.index(False) - 1], grid[finite.index(False)]
-    for _ in range(60):  # the boundary between the last finite and the first non-finite scale
-        middle = 0.5 * (low + high)
-        low, high = (middle, high) if np.all(np.isfinite(evaluate(program, middle, dtype))) else (low, middle)
-    return low
-
-
 scales = np.logspace(-1, 4, args.points)
 errors = {}
 naive_limits = {name: [] for name in PRECISIONS}
 for program_name, (naive, stable) in PROGRAMS.items():
-    reference = [evaluate(stable, c, np.float64) for c in scales]
+    reference = [evaluate(stable, c, direction, np.float64) for c in scales]
     for name, dtype in PRECISIONS.items():
-        errors[program_name, name] = np.array(
-            [relative_error(evaluate(naive, c, dtype), ref) for c, ref in zip(scales, reference, strict=True)]
-        )
+        values = [evaluate(naive, c, direction, dtype) for c in scales]
+        errors[program_name, name] = np.array(list(map(relative_error, values, reference)))
         for kind, program in (("naive", naive), ("stable", stable)):
-            limit = largest_finite_scale(program, dtype, scales)
+            limit = largest_finite_scale(program, direction, dtype, scales)
             if kind == "naive":
                 naive_limits[name].append(limit)
             results.number(
-                f"limit_{kind}_{program_name}_{name}",
-                limit,
-                f"{name} {kind} {program_name}: largest finite c",
+                f"limit_{kind}_{program_name}_{name}", limit, f"{name} {kind} {program_name}: last finite c"
             )
 results.number("sweep_max_scale", scales[-1], "largest logit scale c in the sweep")
 for name in PRECISIONS:  # the naive cross-entropy loses digits while its probability is subnormal
     error = errors["cross_entropy", name]
+    worst, atol = error[np.isfinite(error)].max(), 1e-4 if name == "float32" else 1e-8
     results.number(
-        f"naive_ce_worst_finite_error_{name}",
-        error[np.isfinite(error)].max(),
-        f"{name}: worst finite naive CE error",
-        atol=1e-4 if name == "float32" else 1e-8,
+        f"naive_ce_worst_finite_error_{name}", worst, f"{name}: worst finite naive CE error", atol=atol
     )
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(9.6, 3.8), sharey=True)
 floor = 1e-17  # an error of exactly 0 is drawn here
 stable_worst = 0.0
-for ax, name in zip(axes, PRECISIONS, strict=True):
+for ax, (name, dtype) in zip(axes, PRECISIONS.items(), strict=True):
     for color, marker_level, program_name in zip(plot.PALETTE, (1e3, 1e2, 1e1), PROGRAMS, strict=False):
         error = errors[program_name, name]
-        ax.plot(
-            scales,
-            np.where(np.isfinite(error), np.maximum(error, floor), np.nan),
-            color=color,
-            label=program_name,
-        )
+        shown = np.where(np.isfinite(error), np.maximum(error, floor), np.nan)
+        ax.plot(scales, shown, color=color, label=program_name)
         bad = ~np.isfinite(error)
         ax.plot(scales[bad], np.full(bad.sum(), marker_level), "x", color=color, markersize=4)
+    stable = PROGRAMS["cross_entropy"][1]
     stable_error = [
-        relative_error(
-            evaluate(PROGRAMS["cross_entropy"][1], c, PRECISIONS[name]),
-            evaluate(PROGRAMS["cross_entropy"][1], c, np.float64),
-        )
-        for c in scales
+        relative_error(*(evaluate(stable, c, direction, d) for d in (dtype, np.float64))) for c in scales
     ]
     stable_worst = max(stable_worst, max(stable_error))
     ax.plot(
@@ -148,9 +108,7 @@ for ax, name in zip(axes, PRECISIONS, strict=True):
         lw=1,
         label="stable cross_entropy",
     )
-    ax.axvline(
-        np.log(np.finfo(PRECISIONS[name]).max), color=plot.PALETTE[4], linestyle=":", label="ln(max float)"
-    )
+    ax.axvline(np.log(np.finfo(dtype).max), color=plot.PALETTE[4], linestyle=":", label="ln(max float)")
     ax.set(xscale="log", yscale="log", title=f"{name}", xlabel="logit scale c (log scale)")
 axes[0].set_ylabel("relative error vs float64 stable\n(log scale; × = inf or NaN)")
 axes[1].legend(loc="center left")
@@ -188,31 +146,20 @@ for method in ("forward", "central", "complex"):
     worst = max(comparison[f"reverse vs {method}"] for comparison in comparisons)
     tolerance = 1e-4 if method == "central" else 1e-12  # central differences: truncation + rounding
     results.number(
-        f"disagreement_{method}",
-        worst,
-        f"c = {args.scale:g}: reverse vs {method}, both programs",
-        atol=tolerance,
+        f"disagreement_{method}", worst, f"c = {args.scale:g}: reverse vs {method}", atol=tolerance
     )
-programs_disagreement = check.max_rel_error(
-    check.engine.grad(naive_ce, [z_small]), check.engine.grad(stable_ce, [z_small])
-)
+gradients = [check.engine.grad(program, [z_small]) for program in (naive_ce, stable_ce)]
 results.number(
-    "programs_disagreement", programs_disagreement, "naive vs stable reverse-mode gradient", atol=1e-10
+    "programs_disagreement", check.max_rel_error(*gradients), "naive vs stable gradient", atol=1e-10
 )
 
 z_big = args.overflow_scale * direction
 with np.errstate(all="ignore"):
-    failed = {
-        name: not np.all(np.isfinite(method(naive_ce, [z_big])[0])) for name, method in check.METHODS.items()
-    }
-    succeeded = {
-        name: np.all(np.isfinite(method(stable_ce, [z_big])[0])) for name, method in check.METHODS.items()
-    }
+    failed = [not np.all(np.isfinite(method(naive_ce, [z_big])[0])) for method in check.METHODS.values()]
+    succeeded = [np.all(np.isfinite(method(stable_ce, [z_big])[0])) for method in check.METHODS.values()]
+results.number("methods_nan_naive", sum(failed), f"c = {args.overflow_scale:g}: methods non-finite, naive")
 results.number(
-    "methods_nan_naive", sum(failed.values()), f"c = {args.overflow_scale:g}: methods non-finite, naive"
-)
-results.number(
-    "methods_finite_stable", sum(succeeded.values()), f"c = {args.overflow_scale:g}: methods finite, stable"
+    "methods_finite_stable", sum(succeeded), f"c = {args.overflow_scale:g}: methods finite, stable"
 )
 results.number("methods_total", len(check.METHODS), "differentiation methods tried")
 
@@ -223,15 +170,77 @@ for name, dtype in PRECISIONS.items():
         naive_grad = check.engine.grad(naive_ce, [z])[0]
     stable_grad = check.engine.grad(stable_ce, [z])[0]
     results.number(
-        f"naive_grad_nan_{name}", np.isnan(naive_grad).mean(), f"{name}: naive gradient, NaN fraction"
+        f"naive_grad_nan_{name}", np.isnan(naive_grad).mean(), f"{name}: naive gradient, NaN share"
     )
     error = np.abs(stable_grad - exact).max()
-    results.number(
-        f"stable_grad_error_{name}", error, f"{name}: |stable grad - (softmax - one_hot)|", atol=1e-6
-    )
+    results.number(f"stable_grad_error_{name}", error, f"{name}: |stable grad - exact|", atol=1e-6)
     print(f"c = {args.overflow_scale:g} {name}: naive grad {naive_grad}, stable grad {stable_grad}")
 results.number("overflow_scale", args.overflow_scale, "logit scale c past overflow")
 results.number("scale", args.scale, "logit scale c where both programs are finite")
+
+# %% [markdown]
+# ## A library softmax, then a log; the binary case; a clamped log
+# A max-subtracting softmax never overflows, but its log underflows: $p_y = 0$, loss $-\log 0 = \infty$,
+# gradient $(-1/p) \cdot 0$ = NaN. Binary cross-entropy (label 1) is softplus$(-z)$: as log-sum-exp of
+# $[0, z]$, $\log(1 + e^{-50})$ rounds to 0; as $\max(-z, 0) + \operatorname{log1p}(e^{-|z|})$ it
+# does not (reference: 60-digit decimals). Last, a log clamped at $-100$ (PyTorch's `BCELoss`
+# documents it), emulated in float32.
+
+
+# %%
+def softmax_then_log(z):
+    return -ops.log(losses.stable_softmax(z))[..., args.label]
+
+
+for name, dtype in PRECISIONS.items():
+    limit = largest_finite_scale(softmax_then_log, direction, dtype, scales)
+    results.number(f"limit_softmax_then_log_{name}", limit, f"{name} log of stable softmax: last finite c")
+    with np.errstate(all="ignore"):
+        value = float(evaluate(softmax_then_log, args.overflow_scale, direction, dtype))
+        grad = check.engine.grad(lambda p: ops.sum(softmax_then_log(p[0])), [z_big.astype(dtype)])[0]
+    results.number(f"softmax_then_log_loss_{name}", value, f"{name}: its loss at c = {args.overflow_scale:g}")
+    results.number(f"softmax_then_log_nan_{name}", np.isnan(grad).mean(), f"{name}: its gradient, NaN share")
+with decimal.localcontext() as context:
+    context.prec = 60
+    bce_reference = float((1 + decimal.Decimal(-args.confident_logit).exp()).ln())
+results.number("confident_logit", args.confident_logit, "logit z of a confident right answer (label 1)")
+results.number("bce_reference", bce_reference, "log(1 + e^-z), 60-digit decimal reference")
+BCE = {
+    "naive": losses.naive_binary_cross_entropy_from_logits,
+    "stable": losses.binary_cross_entropy_from_logits,
+}
+for (name, dtype), (kind, bce) in itertools.product(PRECISIONS.items(), BCE.items()):
+    value = float(bce(np.array([args.confident_logit], dtype=dtype), np.ones(1))[0])
+    results.number(f"bce_{kind}_{name}", value, f"{name} {kind} BCE at z", rtol=1e-5)
+with np.errstate(all="ignore"):  # label 1, float32: sigmoid(z) rounds to 0 below about z = -104
+    probability = float(ops.sigmoid(np.array([args.bce_logit], dtype=np.float32))[0])
+    clamped = -max(float(np.log(np.float32(probability))), -100.0)  # the documented clamp, emulated
+true_loss = float(losses.binary_cross_entropy_from_logits(np.array([args.bce_logit]), np.ones(1))[0])
+for key, value, about in (
+    ("bce_logit", args.bce_logit, "logit z of a confidently wrong answer (label 1)"),
+    ("bce_probability_float32", probability, "sigmoid(z) in float32"),
+    ("bce_clamped_loss", clamped, "probability loss with log clamped at -100 (emulated)"),
+    ("bce_true_loss", true_loss, "binary cross-entropy from the logit, float64"),
+):
+    results.number(key, value, about)
+v = {key: entry["value"] for key, entry in results.numbers.items()}
+limits = [v[f"limit_softmax_then_log_{p}"] for p in PRECISIONS]
+half_underflow = [limit / (-v[f"exp_underflow_{p}"] / 2) for limit, p in zip(limits, PRECISIONS, strict=True)]
+fails = [v[f"softmax_then_log_loss_{p}"] == np.inf and v[f"softmax_then_log_nan_{p}"] > 0 for p in PRECISIONS]
+past = [fail == (args.overflow_scale > limit) for fail, limit in zip(fails, limits, strict=True)]
+underflow = all(past) and (args.label != 2 or all(abs(r - 1) < 1e-3 for r in half_underflow))
+statement = "log of a max-subtracted softmax: finite to half the underflow limit; then inf loss, NaN gradient"
+results.claim("softmax_then_log_underflows", underflow, statement, {"ratio": half_underflow, "past": past})
+bce_ok = all(
+    v[f"bce_naive_{p}"] == 0 and abs(v[f"bce_stable_{p}"] / bce_reference - 1) < 1e-6 for p in PRECISIONS
+)
+results.claim(
+    "naive_bce_rounds_to_zero", bce_ok, "BCE at z: log-sum-exp exactly 0; log1p the reference to 1e-6"
+)
+clamp_ok = probability == 0 and clamped == 100.0 and true_loss > 100.0
+results.claim(
+    "clamp_hides_underflow", clamp_ok, "p rounds to 0; the clamped loss is a finite 100, not the true loss"
+)
 
 # %%
 results.save()

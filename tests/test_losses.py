@@ -1,6 +1,8 @@
 """losses: closed forms, naive and stable programs agree where the naive one is finite, and
 every method differentiates them alike."""
 
+import decimal
+
 import numpy as np
 import pytest
 import strategies as S
@@ -127,3 +129,39 @@ def test_naive_cross_entropy_gradient_is_nan_past_overflow():
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         (gradient,) = engine.grad(lambda p: ops.sum(losses.naive_cross_entropy(p[0], 0)), [z])
     assert np.isnan(gradient).all()
+
+
+def softplus_reference(x):
+    """log(1 + e^x) in 400-digit decimal arithmetic (1 + e^-745 needs 324 digits), as float64."""
+    with decimal.localcontext() as context:
+        context.prec = 400
+        return float((1 + decimal.Decimal(float(x)).exp()).ln())
+
+
+@pytest.mark.parametrize("y", [0.0, 1.0])
+def test_binary_cross_entropy_matches_a_high_precision_reference(y):
+    z = np.concatenate([np.linspace(-60, 60, 61), [-745.0, -700.0, -1e-300, 0.0, 1e-300, 700.0, 745.0]])
+    expected = np.array([softplus_reference(-t if y == 1.0 else t) for t in z])
+    got = losses.binary_cross_entropy_from_logits(z, np.full_like(z, y))
+    np.testing.assert_allclose(got, expected, rtol=4e-16, atol=0)
+
+
+def test_the_naive_binary_cross_entropy_rounds_a_confident_loss_to_zero():
+    z, y = np.array([50.0]), np.array([1.0])
+    assert losses.naive_binary_cross_entropy_from_logits(z, y)[0] == 0.0
+    assert losses.binary_cross_entropy_from_logits(z, y)[0] == pytest.approx(np.exp(-50.0), rel=1e-15)
+
+
+def test_binary_cross_entropy_derivative_at_zero_is_the_functions():
+    z, y = np.array([0.0, 0.0, 1e-3]), np.array([1.0, 0.0, 1.0])
+    check.assert_gradients_close(
+        lambda p: ops.sum(losses.binary_cross_entropy_from_logits(p[0], y)), [z], rtol=1e-6, atol=1e-12
+    )
+    (gradient,) = engine.grad(lambda p: ops.sum(losses.binary_cross_entropy_from_logits(p[0], y)), [z])
+    np.testing.assert_allclose(gradient, sigmoid(z) - y, rtol=1e-12)
+
+
+def test_log1p_under_every_method():
+    x = np.array([1e-20, 0.5, 3.0])
+    assert losses.log1p(x)[0] == 1e-20
+    check.assert_gradients_close(lambda p: ops.sum(losses.log1p(p[0])), [x], rtol=1e-7)

@@ -42,9 +42,40 @@ def sigmoid_squared_error(z, y):
     return (ops.sigmoid(z) - y) ** 2
 
 
+def log1p(x):
+    """log(1 + x) without forming 1 + x, which rounds 1 + 1e-22 to 1; derivative 1 / (1 + x).
+    Defined here for the four types (gradlab.ops has no log1p)."""
+    if isinstance(x, Tensor):
+        return x._unary("log1p", np.log1p(x.data), lambda x, y: 1 / (1 + x))
+    if isinstance(x, Dual):
+        return x._make(np.log1p(x.val), x.tan / (1 + x.val))
+    return np.log1p(x)
+
+
+def softplus_of_negative(z):
+    """softplus(-z) = log(1 + e^-z) = -log sigmoid(z), written as max(-z, 0) + log1p(e^-|z|):
+    e^-|z| never overflows, and log1p keeps e^-|z| even when it is far below eps.
+
+    max(-z, 0) and |z| come from one branch on z >= 0, so at z = 0 the program is
+    log1p(e^-z) on both sides and its derivative is the function's, -1/2 (separate relu and abs
+    conventions would give -1 or 0 there)."""
+    positive = _value(z) >= 0
+    magnitude = ops.where(positive, z, -z)
+    return ops.where(positive, 0 * z, -z) + log1p(ops.exp(-magnitude))
+
+
 def binary_cross_entropy_from_logits(z, y):
-    """-[y log sigmoid(z) + (1 - y) log(1 - sigmoid(z))], computed stably as the two-class
-    cross-entropy of the logits [0, z]; derivative sigmoid(z) - y."""
+    """-[y log sigmoid(z) + (1 - y) log(1 - sigmoid(z))] = y softplus(-z) + (1 - y) softplus(z),
+    each softplus computed stably; derivative sigmoid(z) - y. At z = 50, y = 1 the loss is
+    e^-50 = 1.9e-22 (not 0)."""
+    y = np.asarray(y, dtype=np.float64)
+    return y * softplus_of_negative(z) + (1 - y) * softplus_of_negative(-z)
+
+
+def naive_binary_cross_entropy_from_logits(z, y):
+    """The same loss as the two-class cross-entropy of the logits [0, z], logsumexp([0, z]) - y z:
+    stable against overflow, but log(1 + e^-50) rounds to log(1) = 0, so the loss of a confident
+    right answer is exactly 0 instead of 1.9e-22 (the pitfall; kept for the chapter)."""
     pair = z.reshape(*np.shape(z), 1) * np.array([0.0, 1.0])  # logits [0, z]: softmax = [1 - s, s]
     y = np.asarray(y, dtype=np.float64)
     targets = np.stack([1 - y, y], axis=-1) * np.ones((*np.shape(z), 2))
