@@ -44,7 +44,7 @@ os.environ["GRADLAB_SNIPPET_ARGV"] = ""  # arguments, e.g. "--seed 1"; the snipp
 INTRO = """\
 *This notebook was executed when the site was built, from commit `{commit}`. Run the setup
 cell first; then **Runtime → Run all** reproduces every number and figure. The source is
-[`snippets/{name}.py`]({repo_url}/blob/{commit}/snippets/{name}.py).*"""
+[`snippets/{source}.py`]({repo_url}/blob/{commit}/snippets/{source}.py).*"""
 
 PYPROJECT = """\
 [build-system]
@@ -61,6 +61,7 @@ dependencies = ["numpy", "matplotlib"]
 
 [tool.setuptools]
 packages = ["gradlab"]
+py-modules = {modules}  # snippets/frameworks/: what the PyTorch notebooks import (Colab has torch)
 """
 
 README = """\
@@ -97,7 +98,9 @@ def colab_notebook(notebook: dict, name: str, url: str, branch: str, commit: str
         extra = {"execution_count": None, "outputs": []} if kind == "code" else {}
         return {"cell_type": kind, "metadata": {}, "source": source.splitlines(keepends=True), **extra}
 
-    fields = {"name": name, "repo_url": url, "branch": branch, "commit": commit}
+    framework = (ROOT / "snippets" / "frameworks" / f"{name}.py").exists()
+    source = f"frameworks/{name}" if framework else name
+    fields = {"name": name, "repo_url": url, "branch": branch, "commit": commit, "source": source}
     result = dict(notebook)
     result["cells"] = [cell("markdown", INTRO.format(**fields)), cell("code", SETUP.format(**fields))]
     result["cells"] += notebook["cells"]
@@ -123,7 +126,12 @@ def build(site: Path, out: Path, commit: str) -> tuple[str, list[str]]:
         names.append(name)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     shutil.copytree(ROOT / "snippets" / "gradlab", out / "gradlab", ignore=ignore)
-    fields = {"commit": commit, "short": commit[:12], "branch": branch}
+    modules = []
+    for module in sorted((ROOT / "snippets" / "frameworks").glob("*.py")):
+        if "results.save()" not in module.read_text(encoding="utf-8"):  # a module, not a script
+            shutil.copyfile(module, out / module.name)
+            modules.append(module.stem)
+    fields = {"commit": commit, "short": commit[:12], "branch": branch, "modules": json.dumps(modules)}
     fields["owner_repo"] = url.removeprefix("https://github.com/")
     (out / "pyproject.toml").write_text(PYPROJECT.format(**fields), encoding="utf-8")
     (out / "README.md").write_text(README.format(**fields), encoding="utf-8")
