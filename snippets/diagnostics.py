@@ -11,8 +11,7 @@ docs/per-layer-diagnostics.md.
 # $h_l = h_{l-1} + \tanh(h_{l-1} W_l + b_l)$ (from layer 2 on); normalized
 # $h_l = \tanh(\mathrm{LN}(h_{l-1} W_l + b_l))$, $\mathrm{LN}(z) = (z - \bar z)/\sigma_z$.
 # All start from the same weights $W_l \sim \mathcal N(0, \mathrm{gain}^2/\mathrm{fan\_in})$.
-# Every (seed, learning rate) pair trains at once through `gradlab.stacked`, a numpy backward
-# pass over stacked weights, checked against the engine's reverse mode below.
+# Every (seed, lr) pair trains at once in `gradlab.stacked` (checked against the engine below).
 
 # %%
 import matplotlib.pyplot as plt
@@ -95,8 +94,7 @@ with np.errstate(all="ignore"):  # the largest learning rates diverge on purpose
         key = method.replace(" ", "_").lower()
         results.number(f"{key}_lr", LRS[best[method]], f"{method}: best learning rate on the grid")
         results.spread(f"{key}_final", final[method], f"{method}: final loss / target variance", rtol=1e-4)
-        medians = " ".join(f"{v:.3g}" for v in np.median(curves[method][-1], axis=0))
-        print(f"{method:<15} final loss / variance, median over seeds, per lr: {medians}")
+        print(f"{method:<15} final loss / variance per lr:", np.median(curves[method][-1], axis=0).round(3))
 for key in ("depth", "width", "gain", "steps", "batch"):
     results.number(key, getattr(args, key), key)
 [
@@ -104,6 +102,8 @@ for key in ("depth", "width", "gain", "steps", "batch"):
     for k, v in (("min", LRS[0]), ("max", LRS[-1]))
 ]
 remedies = np.maximum(final["residual SGD"], final["normalized SGD"])
+diverged = int(np.sum(curves["plain SGD"][-1, :, -1] == np.inf))
+results.number("plain_sgd_diverged_at_max", diverged, "seeds on which plain SGD diverges at the largest lr")
 CLAIMS += [
     ("best_lr_interior", all(0 < b < len(LRS) - 1 for b in best.values()),
      "Every method's best learning rate lies inside the grid.", {m: LRS[b] for m, b in best.items()}),
@@ -157,6 +157,8 @@ sign_step = (
 results.spread("adam_first_ratio", adam_ratio[:, 0], "plain Adam: layer 1 actual first update / weight")
 results.spread("adam_ratio_min", adam_ratio.min(1), "plain Adam: smallest layer's first update / weight")
 results.spread("adam_step_vs_sign", (adam_ratio / sign_step).max(1), "Adam: largest actual/(lr sqrt(n)/|W|)")
+std_factor = np.array([diagnostics.per_layer_factor(row) for row in plain["std"]])
+results.spread("plain_std_factor", std_factor, "plain: per-layer factor of the activation std")
 in_gain_units = plain["grad_norm"] / args.gain ** (args.depth - 1)
 results.spread("plain_grad_in_gain_units_max", in_gain_units.max(1), "plain: largest |dL/dW_l| / gain^(L-1)")
 results.spread("plain_grad_in_gain_units_min", in_gain_units.min(1), "plain: smallest |dL/dW_l| / gain^(L-1)")
@@ -168,7 +170,9 @@ CLAIMS += [
     ("stacked_matches_engine", max(stacked_error) < 1e-10, "The stacked backward pass agrees with the "
      "engine's reverse mode to 1e-10.", {"error": max(stacked_error)}),
     ("plain_not_saturated", plain["saturated"].max() < 0.01 and plain["dead"].max() == 0, "At step 0 under "
-     "1% of the plain network's entries are saturated and no unit is dead.", {"s": plain["saturated"].max()}),
+     "1% of the plain network's entries are saturated and no unit is dead.", {"s": plain["saturated"]}),
+    ("std_shrinks_by_gain", np.all(np.abs(std_factor / args.gain - 1) < 0.2), "The plain network's "
+     "activation std shrinks by the gain per layer, within 20%, on every seed.", {"f": std_factor}),
     ("plain_grad_tiny", factor > 1e5, "In every layer the plain network's gradient is over 100,000 times "
      "smaller than with either function remedy.", {"factor": factor}),
     ("plain_spread_small", 1e-3 < in_gain_units.min() and in_gain_units.max() < 10, "Every plain layer's "
