@@ -258,3 +258,21 @@ def test_float16_is_kept_end_to_end():
     # float16 keeps about 3 significant digits of each term; a small entry that is a sum of
     # larger terms loses more, so compare at the scale of the gradient (atol), not entrywise
     np.testing.assert_allclose(grads[1].astype(np.float64), reference[1], rtol=5e-3, atol=2e-3)
+
+
+def test_sigmoid_slope_is_accurate_where_y_rounds_to_one():
+    """dy/dx = sigmoid(x) sigmoid(-x), against a 50-digit reference up to |x| = 700; the rule
+    y (1 - y) would return exactly 0 for x >= 36.74, where y has rounded to 1.0."""
+    from decimal import Decimal, localcontext
+
+    x = np.concatenate([np.linspace(-700, 700, 1401), [36.0, 37.0, 40.0]])
+    with localcontext() as context:
+        context.prec = 50
+        reference = np.array([float((e := (-Decimal(abs(v))).exp()) / (1 + e) ** 2) for v in x])
+    t = Tensor(x)
+    y = t.sigmoid()
+    y.sum().backward()
+    assert np.max(np.abs(t.grad - reference) / reference) <= 1e-15
+    at_37 = x == 37.0
+    assert np.all(y.data[at_37] == 1.0) and np.all((y.data * (1 - y.data))[at_37] == 0.0)
+    assert np.all(t.grad[at_37] > 8e-17)

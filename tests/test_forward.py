@@ -71,3 +71,11 @@ def test_errors():
         Dual(np.ones(2)) + engine.Tensor(np.ones(2))
     with pytest.raises(TypeError, match="scalar Dual"):
         forward.grad(lambda p: p[0] * 2, [np.ones(2)])
+
+
+def test_sigmoid_tangent_survives_where_the_value_rounds_to_one():
+    """The tangent uses sigmoid(x) sigmoid(-x), so it is e^-37 / (1 + e^-37)^2, not 0, at x = 37."""
+    x = np.array([-37.0, 37.0])
+    tangent = Dual(x, np.ones(2)).sigmoid().tan
+    np.testing.assert_allclose(tangent, np.exp(-37.0) / (1 + np.exp(-37.0)) ** 2, rtol=1e-14)
+    np.testing.assert_array_equal(tangent, engine.grad(lambda p: ops.sum(ops.sigmoid(p[0])), [x])[0])

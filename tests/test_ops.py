@@ -132,3 +132,34 @@ def test_softmax_is_stable_for_large_inputs():
         np.testing.assert_allclose(result.sum(), 1.0)
         assert np.all(np.isfinite(result))
     np.testing.assert_allclose(ops.log_softmax(x), x - 1001.0 - np.log(np.exp([-1, 0, -2]).sum()))
+
+
+def _reference_sigmoid(x, digits=50):
+    """1 / (1 + e^-x) for the float x, in `digits`-digit decimal arithmetic, rounded once."""
+    from decimal import Decimal, localcontext
+
+    with localcontext() as context:
+        context.prec = digits
+        return float(1 / (1 + (-Decimal(float(x))).exp()))
+
+
+def test_sigmoid_is_accurate_to_1e_15_on_both_sides_without_warnings():
+    """Against a 50-digit reference on [-700, 700]: (1 + tanh(x/2)) / 2 fails this (4% off at
+    x = -36, exactly 0 at -40); 1 / (1 + e^-x) alone would overflow for x < -709."""
+    z = np.concatenate([np.linspace(-700, 700, 2801), [-40.0, -36.0, -30.0, -1e-300, 0.0, 1e-300]])
+    reference = np.array([_reference_sigmoid(x) for x in z])
+    with np.errstate(all="raise"):
+        computed = ops.sigmoid(z)
+    assert np.max(np.abs(computed - reference) / reference) <= 1e-15
+    with np.errstate(over="raise", invalid="raise", divide="raise"):  # e^-1000 underflows, harmlessly
+        assert ops.sigmoid(np.array([-1000.0, 1000.0])).tolist() == [0.0, 1.0]
+
+
+def test_sigmoid_complex_step_branches_on_the_real_part():
+    """Im sigmoid(x + ih) / h = sigmoid'(x) = e^-|x| / (1 + e^-|x|)^2 on both branches, also
+    where sigmoid(x) itself rounds to 1.0 (x = 37)."""
+    x = np.array([-37.0, -5.0, 0.0, 5.0, 37.0])
+    (derivative,) = numerical.complex_step(lambda p: ops.sum(ops.sigmoid(p[0])), [x])
+    expected = np.exp(-np.abs(x)) / (1 + np.exp(-np.abs(x))) ** 2
+    np.testing.assert_allclose(derivative, expected, rtol=1e-14)
+    assert isinstance(ops.sigmoid(3.0), np.floating) and ops.sigmoid(np.float32(3.0)).dtype == np.float32

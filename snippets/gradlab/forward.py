@@ -14,7 +14,7 @@ first argument at a tie, clip's derivative is 1 strictly inside (lo, hi) and 0 e
 import numpy as np
 
 from . import flops
-from .engine import as_float_array, check_matmul_shapes
+from .engine import as_float_array, check_matmul_shapes, sigmoid
 
 
 class Dual:
@@ -135,8 +135,8 @@ class Dual:
         return self._make(y, self.tan / (2 * y))
 
     def sigmoid(self):
-        y = 0.5 * (1 + np.tanh(0.5 * self.val))  # d s(x) = s(x) (1 - s(x)) dx
-        return self._make(y, y * (1 - y) * self.tan)
+        y = sigmoid(self.val)  # d s(x) = s(x) s(-x) dx, which is not rounded to 0 where s(x) is 1.0
+        return self._make(y, y * sigmoid(-self.val) * self.tan)
 
     def relu(self):
         positive = self.val > 0  # relu'(0) = 0

@@ -55,8 +55,9 @@ def tanh(x):
 
 
 def sigmoid(x):
-    """1 / (1 + e^-x), computed as (1 + tanh(x/2)) / 2: no overflow, analytic for complex x."""
-    return x.sigmoid() if isinstance(x, TRACED) else _counted(0.5 * (1 + np.tanh(0.5 * x)))
+    """1 / (1 + e^-x), as engine.sigmoid computes it: accurate for x of either sign, no overflow,
+    analytic for complex x (it branches on the real part)."""
+    return x.sigmoid() if isinstance(x, TRACED) else _counted(engine.sigmoid(x))
 
 
 # ----- Elementwise, with kinks: branch on the real part -----

@@ -1,0 +1,91 @@
+"""The backward signal of an MLP, layer by layer, and what decides how it shrinks.
+
+For z_l = h_{l-1} W_l + b_l, h_l = f(z_l) (models.mlp), the backward signal of layer l is
+||dL/dz_l||: the gradient every parameter of layer l is computed from. Unlike the weight gradient
+dL/dW_l = h_{l-1}^T dL/dz_l, it does not carry the scale of the layer's inputs h_{l-1} or the
+shape of W_l, so two layers' signals compare like with like.
+"""
+
+import numpy as np
+
+from . import check, diagnostics, engine, models, numerical, ops
+
+
+def backward_pass(params, X, y, activation):
+    """One backward pass of mean((mlp(X) - y)^2): the parameter Tensors, the input Tensor and the
+    hidden pre-activations z_l and activations h_l as Tensors, all with .grad filled."""
+    tensors, inputs = [engine.Tensor(p) for p in params], engine.Tensor(X)
+    output, zs, hs = models.mlp(tensors, inputs, activation, return_hidden=True)
+    ops.mean((output - y) ** 2).backward()
+    return tensors, inputs, zs, hs
+
+
+def same_sign_share(weight_grad):
+    """Share of units (columns of dL/dW_l) whose incoming weight gradients all have one sign.
+
+    dL/dW_l[i, j] = sum over examples of h_{l-1, i} dL/dz_{l, j}: when every h_{l-1, i} > 0 (sigmoid
+    outputs) and one example dominates, all of unit j's incoming weights move the same way."""
+    return float(np.mean(np.all(weight_grad > 0, axis=0) | np.all(weight_grad < 0, axis=0)))
+
+
+def layer_report(params, X, y, activation):
+    """Per hidden layer l = 1..D: "signal" ||dL/dz_l||, "weights" ||dL/dW_l||, "same_sign" (layers
+    2..D, whose inputs are activations); their first/last ratios; and the pass itself ("graph")."""
+    tensors, inputs, zs, hs = backward_pass(params, X, y, activation)
+    signal = [float(np.linalg.norm(z.grad)) for z in zs]
+    weights = [float(np.linalg.norm(t.grad)) for t in tensors[0:-2:2]]
+    return {
+        "signal": signal,
+        "signal_ratio": signal[0] / signal[-1],
+        "weights": weights,
+        "weight_ratio": weights[0] / weights[-1],
+        "same_sign": float(np.mean([same_sign_share(t.grad) for t in tensors[2:-2:2]])),
+        "graph": (tensors, inputs, zs, hs),
+    }
+
+
+def bound_split(graph, max_slope):
+    """||dL/dh_0|| / ||dL/dh_D|| against its bound prod_l max_slope ||W_l||_2, and the exact split
+    measured / bound = slopes * directions, with
+    slopes = prod_l ||dL/dz_l|| / (max_slope ||dL/dh_l||)  (<= 1: slopes below their maximum) and
+    directions = prod_l ||dL/dh_{l-1}|| / (||W_l||_2 ||dL/dz_l||)  (<= 1: off W_l's top direction);
+    also the hidden layers' ||W_l||_2 ("spectral_norms")."""
+    tensors, inputs, zs, hs = graph
+    norm = np.linalg.norm
+    measured = norm(inputs.grad) / norm(hs[-1].grad)
+    bound = float(np.prod([max_slope * norm(t.data, 2) for t in tensors[0:-2:2]]))
+    slopes = float(np.prod([norm(z.grad) / (max_slope * norm(h.grad)) for z, h in zip(zs, hs, strict=True)]))
+    out = {"measured": measured, "bound": bound, "slopes": slopes, "directions": measured / bound / slopes}
+    return out | {"spectral_norms": [float(norm(t.data, 2)) for t in tensors[0:-2:2]]}
+
+
+def first_layer_check(params, X, y, activation):
+    """dL/dW_1 of mean((mlp(X) - y)^2) by the four methods of check.METHODS: the largest relative
+    error of each against reverse mode, the reverse-mode entries' largest, median and smallest
+    magnitude, and the largest |central - reverse| over the rounding estimate eps |L| / h."""
+
+    def first_layer_loss(first):
+        return ops.mean((models.mlp([first[0], *params[1:]], X, activation) - y) ** 2)
+
+    grads = {name: method(first_layer_loss, params[:1])[0] for name, method in check.METHODS.items()}
+    entries, rounding = np.abs(grads["reverse"]), numerical.rounding_error(first_layer_loss(params[:1]))
+    out = {
+        name: float(check.rel_error(grads["reverse"], g).max())
+        for name, g in grads.items()
+        if name != "reverse"
+    }
+    out |= {"largest": entries.max(), "median": float(np.median(entries)), "smallest": entries.min()}
+    return out | {"central_over_rounding": np.abs(grads["central"] - grads["reverse"]).max() / rounding}
+
+
+def rescaled(unit, init, multiple=1.0):
+    """A weight draw `unit` ([W1, b1, ...], W_l standard normal) with every W_l scaled to the std
+    multiple * models.weight_std(init, fan_in, fan_out): setups that differ in scale only."""
+    return [p * multiple * models.weight_std(init, *p.shape) if p.ndim == 2 else p for p in unit]
+
+
+def saturated_share(zs, activation, below):
+    """Share of the entries of the pre-activations zs (a list of arrays) whose slope, computed from
+    the activation's output as diagnostics.local_slope does, is below `below`."""
+    slopes = [diagnostics.local_slope(activation, models.ACTIVATIONS[activation](z)).ravel() for z in zs]
+    return float(np.mean(np.concatenate(slopes) < below))
