@@ -205,10 +205,9 @@ with decimal.localcontext() as context:
     bce_reference = float((1 + decimal.Decimal(-args.confident_logit).exp()).ln())
 results.number("confident_logit", args.confident_logit, "logit z of a confident right answer (label 1)")
 results.number("bce_reference", bce_reference, "log(1 + e^-z), 60-digit decimal reference")
-BCE = {
-    "naive": losses.naive_binary_cross_entropy_from_logits,
-    "stable": losses.binary_cross_entropy_from_logits,
-}
+BCE = dict(
+    naive=losses.naive_binary_cross_entropy_from_logits, stable=losses.binary_cross_entropy_from_logits
+)
 for (name, dtype), (kind, bce) in itertools.product(PRECISIONS.items(), BCE.items()):
     value = float(bce(np.array([args.confident_logit], dtype=dtype), np.ones(1))[0])
     results.number(f"bce_{kind}_{name}", value, f"{name} {kind} BCE at z", rtol=1e-5)
@@ -216,13 +215,10 @@ with np.errstate(all="ignore"):  # label 1, float32: sigmoid(z) rounds to 0 belo
     probability = float(ops.sigmoid(np.array([args.bce_logit], dtype=np.float32))[0])
     clamped = -max(float(np.log(np.float32(probability))), -100.0)  # the documented clamp, emulated
 true_loss = float(losses.binary_cross_entropy_from_logits(np.array([args.bce_logit]), np.ones(1))[0])
-for key, value, about in (
-    ("bce_logit", args.bce_logit, "logit z of a confidently wrong answer (label 1)"),
-    ("bce_probability_float32", probability, "sigmoid(z) in float32"),
-    ("bce_clamped_loss", clamped, "probability loss with log clamped at -100 (emulated)"),
-    ("bce_true_loss", true_loss, "binary cross-entropy from the logit, float64"),
-):
-    results.number(key, value, about)
+results.number("bce_logit", args.bce_logit, "logit z of a confidently wrong answer (label 1)")
+results.number("bce_probability_float32", probability, "sigmoid(z) in float32")
+results.number("bce_clamped_loss", clamped, "probability loss with log clamped at -100 (emulated)")
+results.number("bce_true_loss", true_loss, "binary cross-entropy from the logit, float64")
 v = {key: entry["value"] for key, entry in results.numbers.items()}
 limits = [v[f"limit_softmax_then_log_{p}"] for p in PRECISIONS]
 half_underflow = [limit / (-v[f"exp_underflow_{p}"] / 2) for limit, p in zip(limits, PRECISIONS, strict=True)]
@@ -231,15 +227,18 @@ past = [fail == (args.overflow_scale > limit) for fail, limit in zip(fails, limi
 underflow = all(past) and (args.label != 2 or all(abs(r - 1) < 1e-3 for r in half_underflow))
 statement = "log of a max-subtracted softmax: finite to half the underflow limit; then inf loss, NaN gradient"
 results.claim("softmax_then_log_underflows", underflow, statement, {"ratio": half_underflow, "past": past})
-bce_ok = all(
-    v[f"bce_naive_{p}"] == 0 and abs(v[f"bce_stable_{p}"] / bce_reference - 1) < 1e-6 for p in PRECISIONS
-)
-results.claim(
-    "naive_bce_rounds_to_zero", bce_ok, "BCE at z: log-sum-exp exactly 0; log1p the reference to 1e-6"
-)
+bce = [v[f"bce_naive_{p}"] == 0 and abs(v[f"bce_stable_{p}"] / bce_reference - 1) < 1e-6 for p in PRECISIONS]
+results.claim("naive_bce_rounds_to_zero", all(bce), "BCE at z: log-sum-exp gives 0, log1p the reference")
 clamp_ok = probability == 0 and clamped == 100.0 and true_loss > 100.0
+results.claim("clamp_hides_underflow", clamp_ok, "p rounds to 0; the clamped loss is 100, not the true loss")
+worst = [np.max(e[np.isfinite(e)]) / np.finfo(p).eps for (g, p), e in errors.items() if g != "cross_entropy"]
+results.claim("accurate_until_limit", max(worst) < 10, "naive softmax, log-sum-exp: finite errors < 10 eps")
+stable_all = all(v[f"limit_stable_{g}_{p}"] == scales[-1] for g in PROGRAMS for p in PRECISIONS)
+together = v["methods_nan_naive"] in (0, len(check.METHODS)) and v["methods_finite_stable"] == len(
+    check.METHODS
+)
 results.claim(
-    "clamp_hides_underflow", clamp_ok, "p rounds to 0; the clamped loss is a finite 100, not the true loss"
+    "stable_finite", stable_all and together, "stable: finite over the sweep; methods fail together"
 )
 
 # %%
