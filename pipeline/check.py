@@ -74,10 +74,11 @@ def main(argv: list[str]) -> int:
     started = time.perf_counter()
     for page in pages:
         try:
-            quoted = sorted({m.group(2) for m in macros.MACRO.finditer(page.read_text("utf-8"))})
+            quoted = sorted({m["snippet"] for m in macros.MACRO.finditer(page.read_text("utf-8"))})
             results = runner.run_all(
                 [runner.snippet_path(s) for s in quoted if runner.snippet_path(s).exists()]
             )
+            results.update(macros.run_with_arguments(macros.argument_runs(page.read_text("utf-8"))))
             macros.substitute(page.read_text("utf-8"), results, page.relative_to(record.DOCS).as_posix())
         except (macros.MacroError, runner.SnippetError) as error:
             return fail(f"macros in {page.name}", str(error))

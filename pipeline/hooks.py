@@ -25,6 +25,7 @@ from pipeline import macros, notebook_pages, runner, scaffold
 
 PAGES = runner.ROOT / ".cache" / "pages" / str(os.getpid())  # src_dir of the notebook pages
 RESULTS: dict[str, runner.Result] = {}
+ANSWERS: dict[tuple, runner.Result] = {}  # (name, args) -> a run with arguments
 NOTEBOOK_NAV_TITLE = "Run it yourself"
 
 
@@ -58,6 +59,12 @@ def on_config(config):
     try:
         RESULTS.clear()
         RESULTS.update(runner.run_all())
+        # the runs the exercises' answers quote: `{{ name(--lr 0.05).key }}` (cached like the rest)
+        runs = set()
+        for page in Path(config.docs_dir).rglob("*.md"):
+            runs |= macros.argument_runs(page.read_text(encoding="utf-8"))
+        ANSWERS.clear()
+        ANSWERS.update(macros.run_with_arguments(runs))
     except runner.SnippetError as error:
         raise PluginError(f"a snippet failed, so nothing is published:\n{error}") from None
     notebooks = [
@@ -116,7 +123,7 @@ def on_files(files, config):
 
 def on_page_markdown(markdown, page, config, files):
     try:
-        return macros.substitute(markdown, RESULTS, page.file.src_uri)
+        return macros.substitute(markdown, {**RESULTS, **ANSWERS}, page.file.src_uri)
     except macros.MacroError as error:
         raise PluginError(str(error)) from None
 

@@ -13,6 +13,9 @@ In a chapter's Markdown:
   recorded with ``results.spread``: ``33–39%`` (one value when both ends print alike).
 * ``{{ dying_relu.leaky_revives }}`` where ``leaky_revives`` is a claim inserts the claim's
   statement; a claim that does not hold never gets here (the snippet fails first).
+* ``{{ dying_relu(--lr 0.05).dead_end_median:.0% }}`` quotes the snippet run with those
+  command-line arguments (the answer to an exercise that gives that command): the build runs it
+  too, cached like every run, so an answer can never disagree with its command.
 
 Write ``\\{{`` to show a macro literally (as the contributing guide does).
 
@@ -24,7 +27,8 @@ import re
 from pathlib import Path
 
 MACRO = re.compile(
-    r"(?<!\\)\{\{\s*(figure\s+|range\s+)?([a-z][a-z0-9_]*)\.([a-z][a-z0-9_]*)\s*(?::([^}]*?))?\s*\}\}"
+    r"(?<!\\)\{\{\s*(?P<kind>figure\s+|range\s+)?(?P<snippet>[a-z][a-z0-9_]*)(?:\((?P<args>[^()}]*)\))?"
+    r"\.(?P<key>[a-z][a-z0-9_]*)\s*(?::(?P<spec>[^}]*?))?\s*\}\}"
 )
 SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
@@ -85,24 +89,47 @@ def figure_markdown(snippet: str, key: str, figure: dict, page_depth: int, sourc
     )
 
 
+def run_key(snippet: str, args: str | None):
+    """The key of a run in ``results``: the name, or ``(name, (arg, ...))`` with arguments."""
+    import shlex
+
+    return (snippet, tuple(shlex.split(args))) if args and args.strip() else snippet
+
+
+def argument_runs(markdown: str) -> set[tuple[str, tuple[str, ...]]]:
+    """Every ``(snippet, args)`` a page quotes with arguments: the runs the build must add."""
+    return {
+        run_key(m["snippet"], m["args"]) for m in MACRO.finditer(markdown) if m["args"] and m["args"].strip()
+    }
+
+
 def substitute(markdown: str, results: dict, page: str) -> str:
-    """Replace every macro in ``markdown``; ``results`` maps snippet name -> runner Result."""
+    """Replace every macro in ``markdown``; ``results`` maps snippet name -> runner Result, and
+    ``(name, args)`` -> the Result of a run with arguments."""
     depth = page.count("/")
 
     def replace(match: re.Match) -> str:
-        is_figure, snippet, key, spec = match.groups()
+        is_figure, snippet, key, spec = match["kind"], match["snippet"], match["key"], match["spec"]
         line = markdown.count("\n", 0, match.start()) + 1
         where = f"{page}:{line}: {match.group(0)}"
-        if snippet not in results:
-            known = ", ".join(sorted(results)) or "none"
+        table = results
+        if match["args"] and match["args"].strip():
+            run = run_key(snippet, match["args"])
+            if run not in results:
+                raise MacroError(f"{where}: the run {snippet}.py {match['args'].strip()} was not made")
+            if is_figure and is_figure.startswith("figure"):
+                raise MacroError(f"{where}: a run with arguments gives numbers, not figures")
+            table = {**results, snippet: results[run]}
+        if snippet not in table:
+            known = ", ".join(sorted(k for k in table if isinstance(k, str))) or "none"
             raise MacroError(f"{where}: no snippet {snippet!r} (snippets: {known})")
         if is_figure and is_figure.startswith("figure"):
-            figures = results[snippet].figures
+            figures = table[snippet].figures
             if key not in figures:
                 known = ", ".join(figures) or "none"
                 hint = close_keys(key, figures)
                 raise MacroError(f"{where}: snippet {snippet!r} has no figure {key!r}{hint} ({known})")
-            folder = getattr(results[snippet], "folder", None)
+            folder = getattr(table[snippet], "folder", None)
             framework = (
                 folder is not None
                 and (
@@ -112,8 +139,8 @@ def substitute(markdown: str, results: dict, page: str) -> str:
             return figure_markdown(
                 snippet, key, figures[key], depth, f"frameworks/{snippet}" if framework else None
             )
-        numbers = results[snippet].numbers
-        claims = getattr(results[snippet], "claims", {})
+        numbers = table[snippet].numbers
+        claims = getattr(table[snippet], "claims", {})
         if is_figure:  # range
             ends = [f"{key}_min", f"{key}_max"]
             if not all(end in numbers for end in ends):
@@ -150,12 +177,26 @@ def quoted_keys(markdown: str) -> set[tuple[str, str]]:
     quotes ``key_min`` and ``key_max``."""
     keys = set()
     for match in MACRO.finditer(markdown):
-        kind, snippet, key = match.group(1), match.group(2), match.group(3)
+        kind, snippet, key = match["kind"], match["snippet"], match["key"]
+        if match["args"] and match["args"].strip():
+            continue  # a run with arguments: not the recorded run
         if not kind:
             keys.add((snippet, key))
         elif kind.startswith("range"):
             keys |= {(snippet, f"{key}_min"), (snippet, f"{key}_max")}
     return keys
+
+
+def run_with_arguments(runs) -> dict:
+    """Run each ``(name, args)`` (cached apart, in parallel per set of arguments)."""
+    from pipeline import runner
+
+    found = {}
+    for args in sorted({args for _, args in runs}):
+        names = sorted(name for name, a in runs if a == args)
+        outcomes = runner.run_all([runner.snippet_path(n) for n in names], args=args)
+        found.update({(name, args): outcomes[name] for name in names})
+    return found
 
 
 def main(argv: list[str]) -> int:
@@ -170,10 +211,11 @@ def main(argv: list[str]) -> int:
     for name in argv:
         path = Path(name)
         text = path.read_text(encoding="utf-8")
-        quoted = sorted({m.group(2) for m in MACRO.finditer(text)})
+        quoted = sorted({m["snippet"] for m in MACRO.finditer(text)})
         paths = [runner.snippet_path(snippet) for snippet in quoted]
         try:
             results = runner.run_all([p for p in paths if p.exists()])
+            results.update(run_with_arguments(argument_runs(text)))
             substitute(text, results, path.name)
         except (MacroError, runner.SnippetError) as error:
             print(error, file=sys.stderr)

@@ -111,3 +111,20 @@ def test_a_range_quotes_both_ends():
         ("demo", "dead_max"),
         ("demo", "vanishes"),
     }
+
+
+def test_a_run_with_arguments_is_quoted_from_its_own_result():
+    """An exercise's answer: the same snippet run with the exercise's arguments."""
+    other = SimpleNamespace(
+        numbers={"ratio": 7.0e-3, "dead_min": 0.1, "dead_max": 0.2}, claims={}, figures={}
+    )
+    text = (
+        "{{ demo(--lr 0.05 --seed 1).ratio:.1x }} vs {{ demo.ratio:.1x }}; "
+        "{{ range demo(--lr 0.05  --seed 1).dead:.0% }}"
+    )
+    assert macros.argument_runs(text) == {("demo", ("--lr", "0.05", "--seed", "1"))}
+    results = {**RESULTS, ("demo", ("--lr", "0.05", "--seed", "1")): other}
+    assert macros.substitute(text, results, "page.md") == "7.0 × 10⁻³ vs 3.2 × 10⁻¹¹; 10–20%"
+    assert macros.quoted_keys(text) == {("demo", "ratio")}, "an answer is not a recorded number"
+    with pytest.raises(macros.MacroError, match=r"the run demo.py --lr 1 was not made"):
+        macros.substitute("{{ demo(--lr 1).ratio }}", results, "page.md")
