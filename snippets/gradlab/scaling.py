@@ -1,0 +1,81 @@
+"""Low-precision helpers: bfloat16 emulation and a dynamic loss scaler, in plain numpy.
+
+* :func:`to_bfloat16` rounds float32 to bfloat16 (1 sign, 8 exponent, 7 fraction bits), the
+  top 16 bits of a float32, with round-to-nearest-even; the result is stored as float32. numpy
+  has no bfloat16 type, so this is how the site emulates it.
+* :func:`to_bfloat16_stochastic` rounds up or down at random, with probabilities that make the
+  expected result the exact input: small updates survive on average.
+* :class:`DynamicLossScaler` models ``torch.amp.GradScaler``'s scale schedule: the scale S is a
+  float32, starts at 2**16, is multiplied by ``growth_factor`` = 2 after ``growth_interval`` =
+  2000 consecutive steps with finite gradients, and multiplied by ``backoff_factor`` = 0.5 (the
+  step skipped) whenever a gradient is inf or NaN (PyTorch documentation, "Automatic Mixed
+  Precision package - torch.amp", GradScaler).
+"""
+
+import numpy as np
+
+
+def to_bfloat16(x):
+    """float32 -> the nearest bfloat16 (ties to even), as float32. inf stays inf, NaN stays NaN;
+    values past bfloat16's largest finite value round to inf, as IEEE rounding does."""
+    x = np.asarray(x, dtype=np.float32)
+    bits = x.view(np.uint32).astype(np.uint64)
+    lsb = (bits >> 16) & 1  # the last kept bit: a tie rounds to make it 0
+    rounded = ((bits + 0x7FFF + lsb) & 0xFFFF0000).astype(np.uint32).view(np.float32)
+    return np.where(np.isnan(x), x, rounded).astype(np.float32)
+
+
+def to_bfloat16_stochastic(x, rng):
+    """float32 -> bfloat16 (as float32), rounding away from the truncated value with probability
+    (discarded bits) / 2**16, so that E[result] = x for finite x not near overflow."""
+    x = np.asarray(x, dtype=np.float32)
+    bits = x.view(np.uint32).astype(np.uint64)
+    noise = rng.integers(0, 1 << 16, size=x.shape, dtype=np.uint64)
+    rounded = ((bits + noise) & 0xFFFF0000).astype(np.uint32).view(np.float32)
+    return np.where(np.isfinite(x), rounded, x).astype(np.float32)
+
+
+def bfloat16_spacing(x):
+    """The distance from |x| to the next larger bfloat16 (one ulp), for normal bfloat16 x:
+    2**(e - 7) with 2**e <= |x| < 2**(e + 1)."""
+    exponent = np.floor(np.log2(np.abs(np.asarray(x, dtype=np.float64))))
+    return 2.0 ** (exponent - 7)
+
+
+class DynamicLossScaler:
+    """The scale schedule of torch.amp.GradScaler (defaults as in PyTorch), S held in float32.
+
+    Call :meth:`update` once per step with whether any scaled gradient was inf or NaN; it
+    returns True if the optimizer step is taken, False if it is skipped.
+    """
+
+    def __init__(self, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000):
+        self.scale = np.float32(init_scale)
+        self.growth_factor, self.backoff_factor = np.float32(growth_factor), np.float32(backoff_factor)
+        self.growth_interval = growth_interval
+        self.clean_steps = 0
+
+    def update(self, found_inf: bool) -> bool:
+        if found_inf:
+            self.scale = np.float32(self.scale * self.backoff_factor)
+            self.clean_steps = 0
+            return False
+        self.clean_steps += 1
+        if self.clean_steps == self.growth_interval:
+            self.scale = np.float32(self.scale * self.growth_factor)
+            self.clean_steps = 0
+        return True
+
+
+def tanh_slope_from_output(y):
+    """tanh'(z) written as 1 - y**2 from the rounded output y = tanh(z): it cancels
+    catastrophically where |y| is near 1 (large |z|)."""
+    return 1 - y * y
+
+
+def sech_squared(z):
+    """tanh'(z) = sech(z)**2 = 4 / (e**z + e**-z)**2, computed from z: no cancellation; it
+    underflows to 0 only where the true value is below the format's smallest number."""
+    z = np.abs(z)
+    e = np.exp(-z)  # e**z (1 + e**-2z) without overflow: 4 e**-2z / (1 + e**-2z)**2
+    return 4 * e * e / (1 + e * e) ** 2

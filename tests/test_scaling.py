@@ -1,0 +1,62 @@
+"""gradlab.scaling: bfloat16 rounding, stochastic rounding, the loss-scale schedule, tanh'."""
+
+import numpy as np
+import pytest
+from gradlab import scaling
+
+
+def test_bfloat16_keeps_representable_values():
+    values = np.array([0.0, -0.0, 1.0, -2.5, 1 + 2**-7, 2.0**-130, 3.0e38], dtype=np.float32)
+    values = values.view(np.uint32) & np.uint32(0xFFFF0000)  # force them onto the bfloat16 grid
+    values = values.view(np.float32)
+    np.testing.assert_array_equal(scaling.to_bfloat16(values), values)
+
+
+@pytest.mark.parametrize(
+    ("x", "expected"),
+    [
+        (1 + 2**-8, 1.0),  # a tie between 1 and 1 + 2**-7: to the even one, 1
+        (1 + 3 * 2**-8, 1 + 2**-6),  # a tie between 1 + 2**-7 (odd) and 1 + 2**-6: up to even
+        (1 + 2**-8 + 2**-20, 1 + 2**-7),  # just above the tie: up
+        (1 + 2**-9, 1.0),  # below the tie: down
+        (-(1 + 2**-8 + 2**-20), -(1 + 2**-7)),  # symmetric for negative numbers
+    ],
+)
+def test_bfloat16_rounds_to_nearest_even(x, expected):
+    assert scaling.to_bfloat16(np.float32(x)) == np.float32(expected)
+
+
+def test_bfloat16_special_values_and_overflow():
+    out = scaling.to_bfloat16(np.array([np.inf, -np.inf, np.nan, np.finfo(np.float32).max], np.float32))
+    assert out[0] == np.inf and out[1] == -np.inf and np.isnan(out[2]) and out[3] == np.inf
+
+
+def test_bfloat16_error_is_at_most_half_an_ulp():
+    x = np.random.default_rng(0).uniform(-100, 100, 10_000).astype(np.float32)
+    error = np.abs(scaling.to_bfloat16(x).astype(np.float64) - x)
+    assert np.all(error <= scaling.bfloat16_spacing(x) / 2)
+
+
+def test_stochastic_rounding_is_unbiased_and_on_the_grid():
+    rng = np.random.default_rng(1)
+    x = np.full(200_000, 1 + 2**-10, dtype=np.float32)  # an eighth of the way from 1 to 1 + 2**-7
+    out = scaling.to_bfloat16_stochastic(x, rng)
+    assert set(np.unique(out)) == {np.float32(1.0), np.float32(1 + 2**-7)}
+    assert abs(out.astype(np.float64).mean() - (1 + 2**-10)) < 5 * 2**-7 / np.sqrt(x.size)
+
+
+def test_scaler_grows_after_the_interval_and_backs_off_on_inf():
+    scaler = scaling.DynamicLossScaler(growth_interval=3)
+    assert scaler.scale == 2**16 and scaler.scale.dtype == np.float32
+    assert [scaler.update(False) for _ in range(3)] == [True] * 3
+    assert scaler.scale == 2**17
+    assert scaler.update(True) is False and scaler.scale == 2**16
+    assert [scaler.update(False) for _ in range(2)] == [True] * 2 and scaler.scale == 2**16
+
+
+def test_sech_squared_matches_the_definition_and_does_not_cancel():
+    z = np.array([0.0, 0.5, 3.0, 10.0, 40.0])
+    np.testing.assert_allclose(scaling.sech_squared(z), 1 / np.cosh(z) ** 2, rtol=1e-14)
+    y = np.tanh(np.float32(10.0))
+    assert scaling.tanh_slope_from_output(y) == 0  # rounded y is 1: the slope cancels to 0
+    assert scaling.sech_squared(np.float32(10.0)) > 0
