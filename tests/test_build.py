@@ -117,3 +117,22 @@ def test_notebook_pages_show_their_outputs_and_figures(built_site, snippet_resul
     figures = sum(1 for src in sources if f"figures/{name}/" in src and "-dark.svg" not in src)
     expected = len(snippet_results[name].figures)
     assert figures == expected, f"notebook page {name} shows {figures} figures, the snippet saved {expected}"
+
+
+def test_glossary_terms_are_marked_on_every_page(built_site):
+    """The glossary (docs/includes/glossary.md) is appended to every page: a term that a page
+    uses is an <abbr> with its definition there."""
+    glossary = (runner.ROOT / "docs" / "includes" / "glossary.md").read_text(encoding="utf-8")
+    terms = re.findall(r"^\*\[([^\]]+)\]:", glossary, re.M)
+    assert len(terms) >= 12, terms
+    checked = 0
+    for page in pages(built_site):
+        if "notebooks/" in page.as_posix() or page.name == "404.html":
+            continue
+        html = page.read_text(encoding="utf-8")
+        article = html[html.find("<article") : html.find("</article>")]
+        prose = re.sub(r"<(code|pre|script|abbr)\b.*?</\1>|<[^>]+>", " ", article, flags=re.S)
+        unmarked = [t for t in terms if re.search(rf"(?<![\w-]){re.escape(t)}(?![\w-])", prose)]
+        assert not unmarked, f"{page.relative_to(built_site)}: glossary terms not marked: {unmarked}"
+        checked += "<abbr" in article
+    assert checked >= 10, f"only {checked} pages use a glossary term"
