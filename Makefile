@@ -45,7 +45,8 @@ lint: $(VENV)/.dev  ## ruff: format in place, then lint (fixing what it can); li
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-bench: $(VENV)/.dev  ## print build, rebuild, snippet and test-suite timings
+bench: $(VENV)/.dev  ## print build, rebuild, snippet and test-suite timings, and words per chapter
+	$(BIN)/python benchmarks/words.py
 	$(BIN)/python benchmarks/build.py
 
 bench-flaky: $(VENV)/.dev  ## the browser suite 3 times with both cores loaded: every run must pass
