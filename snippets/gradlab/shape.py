@@ -1,0 +1,210 @@
+"""Training a one-feature logistic model sigma(w x + b) with two losses and three optimizers,
+vectorized over learning rates and seeds; and the share of a gradient that some points own.
+
+The two losses of a logit z and a label y in {0, 1}, and their derivatives (the formulas of
+``losses.sigmoid_squared_error`` and ``losses.binary_cross_entropy_from_logits``):
+
+    squared error   (sigma(z) - y)^2               dL/dz = 2 (sigma(z) - y) sigma(z) (1 - sigma(z))
+    cross-entropy   -y log sigma(z) - (1-y) log(1 - sigma(z))     dL/dz = sigma(z) - y
+
+The optimizers differ only in what they do with the gradient g of the mean loss over (w, b):
+
+    gd          theta <- theta - lr g
+    normalized  theta <- theta - lr g / ||g||      (a step of fixed length lr)
+    adam        gradlab.optim.Adam(lr)             (Kingma & Ba 2015)
+
+Every array has a leading batch shape (one run per learning rate and seed); the data have
+shape (seeds, points) and broadcast against it. The line fits at the end serve the regression
+half of docs/shape-of-the-loss.md: one line per row (seed) of x and y.
+"""
+
+import numpy as np
+
+from . import check, engine, losses, ops
+from .optim import Adam
+
+LOSSES = ("squared", "ce")
+OPTIMIZERS = ("gd", "normalized", "adam")
+
+
+def sigmoid(z):
+    """1 / (1 + e^-z), without overflow for large |z|."""
+    e = np.exp(-np.abs(z))
+    return np.where(z >= 0, 1 / (1 + e), e / (1 + e))
+
+
+def logit_gradient(loss, z, y):
+    """dL/dz per point for `loss` in LOSSES."""
+    s = sigmoid(z)
+    if loss == "squared":
+        return 2 * (s - y) * s * (1 - s)
+    if loss == "ce":
+        return s - y
+    raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
+
+
+def mean_gradient(loss, w, b, x, y):
+    """The gradient of the mean loss over the points (last axis) w.r.t. (w, b)."""
+    dz = logit_gradient(loss, w * x + b, y)
+    return [np.mean(dz * x, axis=-1, keepdims=True), np.mean(dz, axis=-1, keepdims=True)]
+
+
+def _loss_and_gradient(loss, w, b, x, y):
+    """`mean_loss` and `mean_gradient` from one sigmoid: the training loops' inner step."""
+    z = w * x + b
+    s = sigmoid(z)
+    if loss == "squared":
+        per_point, dz = (s - y) ** 2, 2 * (s - y) * s * (1 - s)
+    else:
+        per_point, dz = np.logaddexp(0.0, z) - y * z, s - y
+    n = x.shape[-1]
+    return per_point.sum(-1, keepdims=True) / n, [
+        (dz * x).sum(-1, keepdims=True) / n,
+        dz.sum(-1, keepdims=True) / n,
+    ]
+
+
+def accuracy(w, b, x, y):
+    """Share of points whose predicted class (z > 0) is the label."""
+    return np.mean((w * x + b > 0) == (y > 0), axis=-1, keepdims=True)
+
+
+def closed_form_error(w, b, x, y):
+    """Largest relative disagreement, over both losses, between `mean_gradient` and the engine's
+    reverse mode through ``losses.sigmoid_squared_error`` / ``losses.binary_cross_entropy_from_logits``."""
+    programs = {"squared": losses.sigmoid_squared_error, "ce": losses.binary_cross_entropy_from_logits}
+    return max(
+        check.max_rel_error(
+            engine.grad(lambda p, f=f: ops.sum(ops.mean(f(p[0] * x + p[1], y), axis=-1)), [w, b]),
+            mean_gradient(loss, w, b, x, y),
+        )
+        for loss, f in programs.items()
+    )
+
+
+def mean_loss(loss, w, b, x, y):
+    """The mean loss over the points (last axis), kept as a trailing axis of length 1."""
+    z = w * x + b
+    if loss == "squared":
+        per_point = (sigmoid(z) - y) ** 2
+    elif loss == "ce":
+        per_point = np.logaddexp(0.0, z) - y * z  # log(1 + e^z) - y z, without overflow
+    else:
+        raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
+    return np.mean(per_point, axis=-1, keepdims=True)
+
+
+def minimize(loss, x, y, start=(1.0, 0.0), iterations=100):
+    """(w, b) and the mean loss at a stationary point near `start`, for 1-D x and y: Newton steps
+    with the Hessian from central differences of the gradient, halved until the loss decreases,
+    and plain gradient steps where that Hessian is not positive definite."""
+
+    def value(theta):
+        return mean_loss(loss, theta[0], theta[1], x, y).item()
+
+    def gradient(theta):
+        return np.array([g.item() for g in mean_gradient(loss, theta[0], theta[1], x, y)])
+
+    theta, h = np.array(start, dtype=float), 1e-6
+    for _ in range(iterations):
+        g = gradient(theta)
+        hessian = np.array([(gradient(theta + h * e) - gradient(theta - h * e)) / (2 * h) for e in np.eye(2)])
+        hessian = (hessian + hessian.T) / 2
+        direction = -np.linalg.solve(hessian, g) if np.all(np.linalg.eigvalsh(hessian) > 0) else -g
+        t = 1.0
+        while value(theta + t * direction) > value(theta) and t > 1e-12:
+            t /= 2
+        theta = theta + t * direction
+    return theta, value(theta)
+
+
+def steps_to_gap(loss, optimizer, lr, w0, x, y, best, fraction=0.01, max_steps=2000):
+    """The number of steps each run needs until its mean loss L first satisfies
+    L - best <= fraction * (L_0 - best), from (w, b) = (w0, 0); np.inf if not within `max_steps`.
+
+    `lr` broadcasts against the runs, e.g. shape (n_lr, 1, 1) with x, y of shape (n_seeds,
+    points) and `best` (each seed's minimum) of shape (n_seeds, 1); returns an array of the runs'
+    batch shape, e.g. (n_lr, n_seeds)."""
+    lr = np.asarray(lr, dtype=float)
+    shape = np.broadcast_shapes(lr.shape, (*x.shape[:-1], 1))
+    params = [np.full(shape, float(w0)), np.zeros(shape)]
+    if optimizer not in OPTIMIZERS:
+        raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {optimizer!r}")
+    adam = Adam(params, lr=lr) if optimizer == "adam" else None
+    tolerance = fraction * (mean_loss(loss, *params, x, y) - best)
+    steps = np.full(shape, np.inf)
+    for step in range(max_steps + 1):
+        value, grads = _loss_and_gradient(loss, *params, x, y)
+        steps[(value - best <= tolerance) & np.isinf(steps)] = step
+        if step == max_steps or np.all(np.isfinite(steps)):
+            break
+        params = update(optimizer, params, grads, lr, adam)
+    return steps[..., 0]
+
+
+def update(optimizer, params, grads, lr, adam=None):
+    """One step of `optimizer` on the parameter list (w, b); `adam` is the optim.Adam state."""
+    if optimizer == "gd":
+        return [p - lr * g for p, g in zip(params, grads, strict=True)]
+    if optimizer == "normalized":
+        norm = np.sqrt(sum(g * g for g in grads))
+        return [p - lr * g / np.where(norm > 0, norm, 1.0) for p, g in zip(params, grads, strict=True)]
+    if optimizer == "adam":
+        return adam.step(params, grads)
+    raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {optimizer!r}")
+
+
+def best_learning_rate(steps, lrs):
+    """The grid's learning rate whose worst run over seeds (axis 1) needs the fewest steps, ties
+    to the smaller rate; returns (lr, that row of steps)."""
+    worst = np.max(steps, axis=1)
+    index = int(np.argmin(worst))  # argmin takes the first, i.e. the smallest tied rate
+    return float(lrs[index]), steps[index]
+
+
+def share(norms, mask):
+    """sum of norms over the points in `mask` / sum over all points (last axis)."""
+    return np.sum(np.where(mask, norms, 0.0), axis=-1) / np.sum(norms, axis=-1)
+
+
+def minima(loss, x, y):
+    """`minimize` for every row of x, y: ((w, b) per row, shape (n, 2); minima, shape (n, 1))."""
+    found = [minimize(loss, xi, yi) for xi, yi in zip(x, y, strict=True)]
+    return np.array([theta for theta, _ in found]), np.array([[value] for _, value in found])
+
+
+def tune(loss, optimizer, lrs, w0, x, y, best, **options):
+    """`steps_to_gap` for every rate in the 1-D grid `lrs`: returns (steps of shape (n_lr, n_seeds),
+    the best rate, that rate's steps per seed), the best rate as in `best_learning_rate`."""
+    grid = steps_to_gap(loss, optimizer, np.asarray(lrs)[:, None, None], w0, x, y, best, **options)
+    return (grid, *best_learning_rate(grid, lrs))
+
+
+# ----- Lines through the rows of x, y: one fit per seed ------------------------------------------
+
+
+def fit_least_squares(x, y):
+    """(slopes, intercepts) minimizing sum (a x + b - y)^2 for each row, in closed form."""
+    fits = [
+        np.linalg.lstsq(np.stack([xi, np.ones_like(xi)], 1), yi, rcond=None)[0]
+        for xi, yi in zip(x, y, strict=True)
+    ]
+    return np.array(fits).T
+
+
+def fit_gradient_descent(loss, x, y, lr=1.0, steps=2000):
+    """(slopes, intercepts, largest final gradient norm) after `steps` of gradient descent on the
+    mean of loss(a x + b - y) over each row, from (0, 0); the gradient by the engine."""
+    params = [np.zeros((len(x), 1)), np.zeros((len(x), 1))]
+    for _ in range(steps):
+        grads = engine.grad(lambda p: ops.sum(loss(p[0] * x + p[1] - y)) / x.shape[-1], params)
+        params = [p - lr * g for p, g in zip(params, grads, strict=True)]
+    return params[0][:, 0], params[1][:, 0], float(np.hypot(*grads).max())
+
+
+def per_point_gradient_norms(loss, slopes, intercepts, x, y):
+    """||g_i||, g_i = loss'(r_i) (x_i, 1), for every point of every row: each point gets its own copy of
+    its row's (slope, intercept), so one backward pass returns every point's own gradient."""
+    copies = [np.broadcast_to(np.reshape(v, (-1, 1)), x.shape).copy() for v in (slopes, intercepts)]
+    g_slope, g_intercept = engine.grad(lambda p: ops.sum(loss(p[0] * x + p[1] - y)), copies)
+    return np.hypot(g_slope, g_intercept)

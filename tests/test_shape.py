@@ -1,0 +1,100 @@
+"""shape: closed-form logit gradients against the engine, the optimizers' update rules, the
+step counter, the grid's best rate, the line fits and the per-point gradient shares."""
+
+import numpy as np
+import pytest
+from gradlab import engine, losses, ops, optim, shape
+
+
+def data(seeds=3, points=50):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(seeds, points))
+    return x, (x + 0.3 * rng.normal(size=(seeds, points)) > 0).astype(float)
+
+
+def test_closed_form_gradients_match_the_engine():
+    x, y = data()
+    w, b = np.full((3, 1), -4.0), np.full((3, 1), 0.5)
+    assert shape.closed_form_error(w, b, x, y) < 1e-12
+    z = np.linspace(-30, 30, 61)
+    np.testing.assert_allclose(shape.sigmoid(z), 1 / (1 + np.exp(-z)), rtol=1e-15)
+
+
+def test_mean_loss_matches_the_library_losses():
+    x, y = data()
+    w, b = np.full((3, 1), 2.0), np.zeros((3, 1))
+    for key, f in (
+        ("squared", losses.sigmoid_squared_error),
+        ("ce", losses.binary_cross_entropy_from_logits),
+    ):
+        expected = np.mean(f(w * x + b, y), axis=-1, keepdims=True)
+        np.testing.assert_allclose(shape.mean_loss(key, w, b, x, y), expected, rtol=1e-12)
+
+
+def test_minimize_finds_a_stationary_point():
+    x, y = data(seeds=1)
+    for key in shape.LOSSES:
+        theta, value = shape.minimize(key, x[0], y[0])
+        gradient = np.array([g.item() for g in shape.mean_gradient(key, *theta, x[0], y[0])])
+        assert np.linalg.norm(gradient) < 1e-8
+        assert value <= shape.mean_loss(key, theta[0] + 0.1, theta[1], x[0], y[0]).item()
+
+
+def test_steps_to_gap_counts_zero_at_the_minimum_and_inf_when_stuck():
+    x, y = data(seeds=1)
+    _, best = shape.minimize("ce", x[0], y[0])
+    steps = shape.steps_to_gap("ce", "gd", np.array([[[1e-12]], [[1.0]]]), -8.0, x, y, np.array([[best]]))
+    assert steps.shape == (2, 1)
+    assert np.isinf(steps[0, 0]) and np.isfinite(steps[1, 0])  # a rate of 1e-12 never gets there
+
+
+def test_updates_gd_normalized_and_adam():
+    params, grads = [np.array([1.0]), np.array([2.0])], [np.array([3e-6]), np.array([4e-6])]
+    moved = shape.update("gd", params, grads, 0.5)
+    np.testing.assert_allclose(
+        [m - p for m, p in zip(moved, params, strict=True)], [[-1.5e-6], [-2e-6]], rtol=1e-9
+    )
+    moved = shape.update("normalized", params, grads, 0.5)  # a step of length lr, whatever |g|
+    np.testing.assert_allclose(
+        [m - p for m, p in zip(moved, params, strict=True)], [[-0.3], [-0.4]], rtol=1e-12
+    )
+    adam, grads = optim.Adam(params, lr=0.5), [np.array([3.0]), np.array([-4.0])]
+    moved = shape.update("adam", params, grads, 0.5, adam)  # first Adam step: lr * sign(g)
+    np.testing.assert_allclose(
+        [m - p for m, p in zip(moved, params, strict=True)], [[-0.5], [0.5]], rtol=1e-6
+    )
+    with pytest.raises(ValueError):
+        shape.update("sgd", params, grads, 0.5)
+    x, y = data(seeds=1)
+    with pytest.raises(ValueError):
+        shape.steps_to_gap("squared", "sgd", 1.0, -8.0, x, y, np.zeros((1, 1)))
+
+
+def test_best_learning_rate_minimizes_the_worst_seed_and_prefers_the_smaller_rate():
+    steps = np.array([[5.0, 50.0], [9.0, 9.0], [9.0, 9.0], [np.inf, 1.0]])
+    lr, row = shape.best_learning_rate(steps, np.array([0.1, 1.0, 10.0, 100.0]))
+    assert lr == 1.0 and list(row) == [9.0, 9.0]
+
+
+def test_line_fits_recover_a_line():
+    rng = np.random.default_rng(1)
+    x = rng.uniform(-1, 1, (2, 30))
+    y = 2.0 * x + 0.5
+    np.testing.assert_allclose(shape.fit_least_squares(x, y), [[2.0, 2.0], [0.5, 0.5]], atol=1e-12)
+    slope, intercept, grad_norm = shape.fit_gradient_descent(losses.huber, x, y, steps=3000)
+    np.testing.assert_allclose(slope, 2.0, atol=1e-6)
+    np.testing.assert_allclose(intercept, 0.5, atol=1e-6)
+    assert grad_norm < 1e-6
+
+
+def test_per_point_norms_are_each_points_own_gradient_and_shares_sum_to_one():
+    rng = np.random.default_rng(2)
+    x, y = rng.normal(size=(2, 7)), rng.normal(size=(2, 7))
+    slopes, intercepts = np.array([0.3, -1.0]), np.array([0.1, 0.2])
+    norms = shape.per_point_gradient_norms(losses.squared_error, slopes, intercepts, x, y)
+    residual = slopes[:, None] * x + intercepts[:, None] - y
+    np.testing.assert_allclose(norms, np.abs(residual) * np.hypot(x, 1.0), rtol=1e-12)
+    mask = np.arange(7) < 3
+    np.testing.assert_allclose(shape.share(norms, mask) + shape.share(norms, ~mask), 1.0, rtol=1e-12)
+    (g,) = engine.grad(lambda p: ops.sum(losses.squared_error(p[0] * x[0] - y[0])), [np.full(7, 0.3)])
+    np.testing.assert_allclose(np.abs(g), np.abs(0.3 * x[0] - y[0]) * np.abs(x[0]), rtol=1e-12)
