@@ -68,6 +68,9 @@ holds = all(runs[m].converged for m in runs) and 10 * slowest < min(
     runs[m].iterations for m in ("gd", "newton_armijo", "bfgs_armijo")
 )
 results.claim("wolfe_leaves_plateau", holds, claim, {m: runs[m].iterations for m in runs})
+searched = max(runs[m].iterations for m in wolfe[:4])
+claim = "every method with the strong-Wolfe search crosses the plateau within 2 iterations"
+results.claim("wolfe_two_steps", searched <= 2, claim, {"slowest": searched})
 claim = "with Armijo steps BFGS meets y^T s < 0 on the plateau; with strong-Wolfe steps never"
 holds = min(runs["bfgs_armijo"].curvatures) < 0 < min(runs["bfgs"].curvatures)
 results.claim("wolfe_curvature_positive", holds, claim, {"armijo": min(runs["bfgs_armijo"].curvatures)})
@@ -160,12 +163,14 @@ results.claim("flat_stalls", holds, "every gradient is exactly 0 and no local me
 
 # %%
 in_basin = lambda x: flat_batch(x[None])[0] < radius**2  # noqa: E731
-restarts, fractions, es_runs, cosines = [], [], [], []
+restarts, fractions, es_runs, cosines, restart_costs = [], [], [], [], []
 DRAWS, samples = 20_000, int(np.ceil(500 * (0.2 / radius) ** 2))
 for seed in snippet.seeds(args.seed):
     rng, points = np.random.default_rng(seed), []
-    while not points or not in_basin(optim.bfgs(flat, points[-1], GTOL).x):
+    while not points or not in_basin(trace.x):
         points.append(rng.uniform(-1, 1, size=2))
+        trace = optim.bfgs(flat, points[-1], GTOL)
+        restart_costs.append(trace.evaluations + (restart_costs.pop() if len(points) > 1 else 0))
     restarts.append(len(points))
     fractions.append(np.mean(np.linalg.norm(rng.uniform(-1, 1, (DRAWS, 2)) - centre, axis=1) < radius))
     es_runs.append(optim.evolution_strategy(flat_batch, outside, 1.0, radius, samples, rng, in_basin))
@@ -193,6 +198,10 @@ holds = all(t.converged for t in es_runs) and min(cosines) > 0.9
 claim = "on every seed the evolution strategy's first step points at the basin (cosine > 0.9) "
 claim += "and it enters the basin"
 results.claim("es_finds_basin", holds, claim, {"cosines": cosines})
+results.spread("restart_evaluations", restart_costs, "evaluations of all restarts until the basin")
+holds = all(t.evaluations > cost for t, cost in zip(es_runs, restart_costs, strict=True))
+claim = "on every seed the evolution strategy spends more evaluations than the restarts"
+results.claim("es_costs_more", holds, claim, {"restarts": restart_costs})
 print(f"restarts {restarts}, expected {expected:.1f}; ES steps {[t.iterations for t in es_runs]}")
 
 fig, ax = plt.subplots(figsize=(4.6, 4.2))

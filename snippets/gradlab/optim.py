@@ -541,3 +541,18 @@ def tuned_minibatch_losses(seeds, rotated, method, lrs, steps=1000, batch=16):
         losses.append(minibatch_least_squares(X, y, method, lrs, steps, batch, rng))
     best = int(np.argmin(np.median(losses, axis=0)))
     return np.array(losses)[:, best], float(np.asarray(lrs)[best])
+
+
+# ----- A test function ------------------------------------------------------------------------
+
+
+def rosenbrock(params):
+    """f(x) = (1 - x_1)^2 + 100 (x_2 - x_1^2)^2 on a parameter list [x]: a curved, narrow valley
+    with its minimum f = 0 at (1, 1) (Rosenbrock, The Computer Journal 3(3), 1960)."""
+    (x,) = params
+    return (1 - x[0]) ** 2 + 100 * (x[1] - x[0] ** 2) ** 2
+
+
+def rosenbrock_eigenvalues(x):
+    """Eigenvalues (ascending) of Rosenbrock's Hessian at x, differentiated by hand."""
+    return np.linalg.eigvalsh([[2 - 400 * (x[1] - 3 * x[0] ** 2), -400 * x[0]], [-400 * x[0], 200]])
