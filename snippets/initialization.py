@@ -93,8 +93,8 @@ ends = {
 }
 alt = f"Var[z_l] (top) and Var[dL/dh_l] (bottom) over {depth} layers, seed {SEEDS[0]}. Last layer "
 alt += f"over first, forward: ReLU {ends['var_z', 'relu']}; tanh {ends['var_z', 'tanh']}. Backward: ReLU "
-alt += f"{ends['var_grad_h', 'relu']}; tanh {ends['var_grad_h', 'tanh']}. Orthogonal (dashed) lies on "
-alt += "Glorot's line for tanh and on He's for ReLU."
+alt += f"{ends['var_grad_h', 'relu']}; tanh {ends['var_grad_h', 'tanh']}. Orthogonal (dashed) lies "
+alt += "close to Glorot's line for tanh and to He's for ReLU."
 results.figure(fig, "variance_per_layer", alt=alt)
 
 fig, axes = plt.subplots(1, 2, figsize=(8.4, 3.4), sharey=True)
@@ -140,7 +140,9 @@ worst = max(v.max() for v in off.values())
 # The chapter's sentences, as claims ("every factor": forward and backward, on every seed)
 F = {pair: np.concatenate([seeds_of(*pair, "forward"), seeds_of(*pair, "backward")]) for pair in runs}
 he_range = np.array([r["var_z"].max() / r["var_z"].min() for r in runs["relu", "he"]])
+he_grad_range = np.array([r["var_grad_h"].max() / r["var_grad_h"].min() for r in runs["relu", "he"]])
 results.spread("var_range_relu_he", he_range, "ReLU + He: largest over smallest Var[z_l]", rtol=1e-4)
+results.spread("grad_range_relu_he", he_grad_range, "ReLU + He: same for Var[dL/dh_l]", rtol=1e-4)
 ratios = {i: seeds_of("relu", i, "ratio") for i in ("small", "large", "he")}
 for init, values in ratios.items():
     results.spread(f"ratio_relu_{init}", values, "ReLU: |dL/dW_1| / |dL/dW_last|", rtol=1e-4)
@@ -152,19 +154,19 @@ orthogonal_off = max(abs(F[a, "orthogonal"] / F[a, i] - 1).max() for a, i in SPE
 small_max = max(F[a, "small"].max() for a in ACTIVATIONS)
 ratio_off = max(abs(ratios[i] / ratios["he"] - 1).max() for i in ratios)
 isometric = sv["sv_spread_tanh_orthogonal"].max() * 100 < sv["sv_spread_tanh_glorot"].min()
-CLAIMS = f"""
+CLAIMS = """
 formula_holds: ReLU + He and tanh at the small scale: every factor is within 5% of the formula's
 formula_holds_saturated: saturated tanh: the backward factor is within 15% of the formula's on every seed
-small_shrinks: under N(0, {args.naive_std:g}²) every layer at least halves the variance, tanh and ReLU
-large_relu_grows: under N(0, {args.large_std:g}²) every ReLU layer at least doubles the variance
+small_shrinks: every layer at least halves the variance, forward and backward, with tanh and with ReLU
+large_relu_grows: every ReLU layer at least doubles the variance, forward and backward
 glorot_relu_halves: ReLU + Glorot: every factor is 1/2 ± 0.1
-he_relu_preserved: ReLU + He: the largest and smallest Var[z_l] of a network are within a factor 3
+he_relu_preserved: ReLU + He: the largest and smallest Var[z_l], and Var[dL/dh_l], are within a factor 3
 glorot_tanh_slow: tanh + Glorot: every factor is between 0.7 and 1
 tanh_large_saturated_yet_grows: tanh, large scale: most units saturated, yet the backward factor is above 1
-ratio_hides_scale: ReLU: |dL/dW_1| / |dL/dW_last| is the same under the small, large and He scales to 1e-9
+ratio_hides_scale: the ratio is the same under the three scales to a relative 1e-9, on every seed
 orthogonal_same_variance: orthogonal's factors are within 10% of Glorot's (tanh) and He's (ReLU)
 orthogonal_tanh_isometric: tanh: orthogonal's largest/median singular value is over 100 times below Glorot's
-relu_half_zero: ReLU: at least half the Jacobian's singular values are 0, under He and orthogonal alike
+relu_half_zero: ReLU: at least half the singular values are numerically zero, under He and orthogonal alike
 """
 holds = {
     "formula_holds": worst < 0.05,
@@ -172,7 +174,7 @@ holds = {
     "small_shrinks": small_max < 0.5,
     "large_relu_grows": F["relu", "large"].min() > 2,
     "glorot_relu_halves": abs(F["relu", "glorot"] - 0.5).max() < 0.1,
-    "he_relu_preserved": he_range.max() < 3,
+    "he_relu_preserved": max(he_range.max(), he_grad_range.max()) < 3,
     "glorot_tanh_slow": np.all((F["tanh", "glorot"] > 0.7) & (F["tanh", "glorot"] < 1)),
     "tanh_large_saturated_yet_grows": saturated.min() > 0.5 and backward.min() > 1,
     "ratio_hides_scale": ratio_off < 1e-9,
@@ -180,7 +182,7 @@ holds = {
     "orthogonal_tanh_isometric": isometric,
     "relu_half_zero": min(sv["sv_zero_relu_he"].min(), sv["sv_zero_relu_orthogonal"].min()) >= 0.5,
 }
-values = {str(pair): f for pair, f in F.items()} | {"he_range": he_range, "ratios": ratios} | sv
+values = {str(pair): f for pair, f in F.items()} | {"he": [he_range, he_grad_range], "ratios": ratios} | sv
 values |= {"worst": worst, "saturated_off": saturated_off, "saturated": saturated, "orth": orthogonal_off}
 for name, text in (line.split(": ", 1) for line in CLAIMS.strip().splitlines()):
     results.claim(name, bool(holds[name]), text, values)
