@@ -224,8 +224,13 @@ limits = [v[f"limit_softmax_then_log_{p}"] for p in PRECISIONS]
 half_underflow = [limit / (-v[f"exp_underflow_{p}"] / 2) for limit, p in zip(limits, PRECISIONS, strict=True)]
 fails = [v[f"softmax_then_log_inf_{p}"] and v[f"softmax_then_log_nan_{p}"] > 0 for p in PRECISIONS]
 past = [fail == (args.overflow_scale > limit) for fail, limit in zip(fails, limits, strict=True)]
-underflow = all(past) and (args.label != 2 or all(abs(r - 1) < 1e-3 for r in half_underflow))
-statement = "log of a max-subtracted softmax: finite to half the underflow limit; then inf loss, NaN gradient"
+same = [
+    abs(v[f"limit_naive_cross_entropy_{p}"] / limit - 1) < 1e-3
+    for limit, p in zip(limits, PRECISIONS, strict=True)
+]
+halves = all(abs(r - 1) < 1e-3 for r in half_underflow) and all(same)
+underflow = all(past) and (args.label != 2 or halves)
+statement = "softmax then log: finite to half the underflow limit (as naive CE); then inf loss, NaN gradient"
 results.claim("softmax_then_log_underflows", underflow, statement, {"ratio": half_underflow, "past": past})
 bce = [v[f"bce_naive_{p}"] == 0 and abs(v[f"bce_stable_{p}"] / bce_reference - 1) < 1e-6 for p in PRECISIONS]
 results.claim("naive_bce_rounds_to_zero", all(bce), "BCE at z: log-sum-exp gives 0, log1p the reference")
