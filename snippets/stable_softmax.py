@@ -183,8 +183,7 @@ results.number("scale", args.scale, "logit scale c where both programs are finit
 # A max-subtracting softmax never overflows, but its log underflows: $p_y = 0$, loss $-\log 0 = \infty$,
 # gradient $(-1/p) \cdot 0$ = NaN. Binary cross-entropy (label 1) is softplus$(-z)$: as log-sum-exp of
 # $[0, z]$, $\log(1 + e^{-50})$ rounds to 0; as $\max(-z, 0) + \operatorname{log1p}(e^{-|z|})$ it
-# does not (reference: 60-digit decimals). Last, a log clamped at $-100$ (PyTorch's `BCELoss`
-# documents it), emulated in float32.
+# does not (reference: 60-digit decimals). Last, `BCELoss`'s documented clamp of log at $-100$, emulated.
 
 
 # %%
