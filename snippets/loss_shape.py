@@ -9,7 +9,7 @@ Quoted by docs/shape-of-the-loss.md.
 
 # %% [markdown]
 # ## A line and gross outliers
-# $y_i = a x_i + b + \varepsilon_i$, the `--outliers` largest-$x$ points moved by `--offset`; one row per seed.
+# $y_i = a x_i + b + \varepsilon_i$; the `--outliers` largest-$x$ points moved by `--offset`. Row = seed.
 
 # %%
 import matplotlib.pyplot as plt
