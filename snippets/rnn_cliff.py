@@ -1,22 +1,24 @@
-"""A cliff in a recurrent loss: one gradient step from the wall, plain and norm-clipped
+"""A cliff in a recurrent loss, and clipping: one step from the wall; by norm or by entry
 
 A single recurrent unit, x_t = w sigmoid(x_{t-1}) + b, iterated T times, has a loss that is
 flat on both sides of a steep wall in the bias b. One plain gradient-descent step taken at the
 wall jumps far past the minimum; the same step with the gradient's norm clipped lands near it.
-Quoted by docs/gradients-through-time.md.
+Then the tanh RNN of through_time.py, on five seeds: its gradient clipped by norm and by entry
+(min-char-rnn's +-5) at the same threshold. Quoted by docs/gradients-through-time.md.
 """
 
 # %% [markdown]
 # ## The model
-# $x_t = w\,\sigma(x_{t-1}) + b$ for $t = 1..T$ from $x_0 = 0$, with $w = 5$ fixed and the
-# loss $L(b) = (x_T - y)^2$. At $b = -w/2$ the state $x = 0$ is a fixed point with slope
-# $w\,\sigma'(0) = w/4 > 1$: unstable, so a bias just below it sends $x_T$ to the low branch
+# $x_t = w\,\operatorname{sigmoid}(x_{t-1}) + b$ for $t = 1..T$ from $x_0 = 0$, with $w = 5$ fixed
+# and the loss $L(b) = (x_T - y)^2$. At $b = -w/2$ the state $x = 0$ is a fixed point with slope
+# $w\,\operatorname{sigmoid}'(0) = w/4 > 1$: unstable, so a bias just below it sends $x_T$ to the low branch
 # and just above it to the high branch. The switch gets steeper as $T$ grows.
 
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
 from gradlab import check, clipping, engine, ops, snippet
+from gradlab import recurrent as rec
 from gradlab.plot import FOREGROUND
 
 parser = snippet.parser(__doc__)
@@ -24,8 +26,10 @@ parser.add_argument("--steps", type=snippet.positive_int, default=20, help="time
 parser.add_argument("--lr", type=snippet.positive_float, default=0.1, help="learning rate")
 parser.add_argument("--clip", type=snippet.positive_float, default=1.0, help="largest gradient norm")
 parser.add_argument("--start", type=float, default=-2.503, help="starting bias b_0 (at the wall)")
+parser.add_argument(
+    "--rnn-clip", type=snippet.positive_float, default=5.0, help="c for the RNN, norm and entry"
+)
 args, results = snippet.parse(parser)
-rng = np.random.default_rng(args.seed)
 
 W, TARGET, X0 = 5.0, -3.0, 0.0
 WALL = -W / 2  # the bias at which x = 0 is a fixed point
@@ -78,9 +82,43 @@ results.number("plateau_gradient", plateau, "dL/db one unit left of the wall", r
 # rounding-level disagreements: an atol that still fails if a method breaks (central differences
 # resolve a wall of slope ~1e3 with a step of ~6e-6 only to ~1e-6 relative)
 ATOL = {"forward": 1e-9, "complex": 1e-9, "central": 1e-4}
-for pair, error in check.compare(loss, [start]).items():
-    method = pair.split()[-1]
-    results.number(f"wall_{method}", error, f"dL/db at b_0: {pair}", rtol=1.0, atol=ATOL[method])
+agreement = {pair.split()[-1]: error for pair, error in check.compare(loss, [start]).items()}
+for method, error in agreement.items():
+    results.number(f"wall_{method}", error, f"dL/db at b_0: reverse vs {method}", rtol=1.0, atol=ATOL[method])
+(by_value,) = clipping.clip_by_value([gradient], args.clip)
+for name, holds, statement, values in (
+    (
+        "wall_is_steep",
+        abs(gradient.item()) > 100 * abs(plateau),
+        "At b_0 |dL/db| is over 100 times its value one unit left of the wall.",
+        {"wall": gradient.item(), "plateau": plateau},
+    ),
+    (
+        "plain_step_overshoots",
+        loss_at(plain_b) > 100 * loss_0,
+        "The plain step raises the loss over 100-fold.",
+        {"before": loss_0, "after": loss_at(plain_b)},
+    ),
+    (
+        "clipped_step_descends",
+        loss_at(clipped_b) < loss_0,
+        "The norm-clipped step lowers the loss.",
+        {"before": loss_0, "after": loss_at(clipped_b)},
+    ),
+    (
+        "methods_agree_at_the_wall",
+        max(agreement["forward"], agreement["complex"]) < 1e-12 and agreement["central"] < 1e-4,
+        "Forward mode and the complex step agree with reverse mode to 1e-12, central differences to 1e-4.",
+        agreement,
+    ),
+    (
+        "one_parameter_clippings_coincide",
+        bool(np.array_equal(by_value, clipped)),
+        "With one parameter, clipping the norm and clipping the entry give the same update.",
+        {"norm": clipped.item(), "value": by_value.item()},
+    ),
+):
+    results.claim(name, holds, statement, values)
 
 # %% [markdown]
 # ## The loss along $b$
@@ -112,6 +150,47 @@ results.figure(
         f"step from the wall moves b by {plain_b - args.start:.3g} and the loss rises to "
         f"{loss_at(plain_b):.3g}, while the norm-clipped step lands at loss {loss_at(clipped_b):.3g}."
     ),
+)
+
+# %% [markdown]
+# ## Clipping the RNN's gradient: by norm or by entry
+# The tanh RNN of `through_time.py` (32 units, 100 steps, inputs of scale 1), $L = v^\top h_T$,
+# gradient with respect to $W_{hh}$, $W_{xh}$, $b$ at largest singular value 1 (vanishing) and 3
+# (exploding), clipped to norm $c$ or every entry to $[-c, c]$ (min-char-rnn: `np.clip(dparam, -5, 5)`).
+
+# %%
+RNN_SCALES = {"vanishing": 1.0, "exploding": 3.0}  # sigma_max, as in through_time.py
+c, nets = args.rnn_clip, [rec.draw_network(seed, 32, 4, 100) for seed in snippet.seeds(args.seed)]
+summary = {}
+for name, scale in RNN_SCALES.items():
+    runs = [rec.clip_summary(net, scale, 1.0, c) for net in nets]
+    summary[name] = {key: np.array([run[key] for run in runs]) for key in runs[0]}
+    for key, values in summary[name].items():
+        results.spread(f"{name}_{key}", values, f"{name}: {key.replace('_', ' ')}", rtol=1e-3, atol=1e-12)
+results.number("rnn_clip", c, "c for the RNN gradient")
+for name, scale in RNN_SCALES.items():
+    results.number(f"{name}_scale", scale, f"sigma_max of the {name} RNN")
+results.number("parameter_count", 32 * 32 + 32 * 4 + 32, "entries P of the RNN gradient")
+results.number("value_clip_bound", c * np.sqrt(32 * 32 + 32 * 4 + 32), "c sqrt(P)")
+small, big = summary["vanishing"], summary["exploding"]
+results.claim(
+    "norm_clipping_keeps_the_direction",
+    max(small["ratio_spread"].max(), big["ratio_spread"].max()) < 1e-14,
+    "Norm clipping multiplies every entry by one factor (to 1e-14 relative): the direction is kept.",
+)
+results.claim(
+    "value_clipping_turns_the_direction",
+    big["cosine_value_clip"].max() < 0.9 < big["clipped_fraction"].min()
+    and big["value_clipped_norm"].min() > 10 * c,
+    f"At sigma_max 3, clipping entries to +-{c:g} clips over 90% of them, turns the gradient (cosine < 0.9) "
+    "and leaves a norm over 10 c, on every seed.",
+    big,
+)
+results.claim(
+    "no_clipping_below_the_threshold",
+    small["full_grad_norm"].max() < c and small["clipped_fraction"].max() == 0,
+    f"At sigma_max 1 the gradient's norm is below c = {c:g} on every seed: neither clipping acts.",
+    small,
 )
 
 # %%

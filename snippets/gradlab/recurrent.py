@@ -41,7 +41,7 @@ def jacobian_through_time(W_hh, W_xh, b, xs, h0, forget=None):
     mean_slope is the mean of tanh'(a_t) over units and steps; rms_slope is the root mean square
     over the units at each step, averaged geometrically over the steps (a perturbation spread
     evenly over the units grows by sigma_max x that per step when W_hh is a scaled orthogonal
-    matrix). With ``forget = f`` the cell is additive, c_t = f c_{t-1} + (1 - f) tanh(a_t), and its
+    matrix). With ``forget = f`` the cell is additive, m_t = f m_{t-1} + (1 - f) tanh(a_t), and its
     step Jacobian is f I + (1 - f) diag(tanh'(a_t)) W_hh.
     """
     n = len(h0)
@@ -241,3 +241,18 @@ def power_summary(W, steps, horizon=2000):
         "peak_step": peak + 1,
         "below_one_step": peak + 1 + int(after[0]) if after.size else horizon + 1,
     }
+
+
+def per_seed(nets, measure, *args):
+    """{name: [value on each net]} for measure(net, *args) -> {name: value}."""
+    runs = [measure(net, *args) for net in nets]
+    return {key: [run[key] for run in runs] for key in runs[0]}
+
+
+def record(results, prefix, stats, suffix="", **tolerance):
+    """Record {name: [value per seed]} as spreads PREFIX+NAME+SUFFIX (dots as p, default rtol 1e-3);
+    returns the values as arrays under their plain names."""
+    for key, values in stats.items():
+        name = f"{prefix}{key}{suffix}".replace(".", "p")
+        results.spread(name, values, name.replace("_", " "), **({"rtol": 1e-3} | tolerance))
+    return {key: np.array(values, dtype=float) for key, values in stats.items()}
