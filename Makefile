@@ -21,8 +21,8 @@ $(VENV)/.dev: requirements.txt requirements-dev.txt | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
 	@touch $@ $(VENV)/.site
 
-serve: $(VENV)/.site  ## build and serve the site on http://127.0.0.1:8000 with live reload
-	$(BIN)/mkdocs serve --dev-addr 127.0.0.1:8000 --livereload
+serve: $(VENV)/.site  ## build and serve the site on http://127.0.0.1:8000; an edit rebuilds only what changed
+	$(BIN)/mkdocs serve --dev-addr 127.0.0.1:8000 --livereload --dirty
 
 build: $(VENV)/.site  ## write the static site to site/ (strict)
 	$(BIN)/mkdocs build --strict --clean

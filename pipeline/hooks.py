@@ -6,6 +6,11 @@
 * ``on_page_markdown``: resolve ``{{ snippet.key }}`` numbers and ``{{ figure ... }}`` figures.
 * ``on_post_page``: notebook pages are cleaned up by ``notebook_pages.py``; ``on_post_build``
   writes the notebook CSS they share.
+
+Under ``mkdocs serve --dirty`` (``make serve``) only what changed is rebuilt: a notebook is copied
+(keeping its time stamp) only when its content changed, and when a snippet's result changes, the
+built pages that quote it are removed so that MkDocs rebuilds them too: a writer never previews
+a stale number.
 """
 
 import logging
@@ -27,6 +32,16 @@ PAGES = runner.ROOT / ".cache" / "pages" / str(os.getpid())  # src_dir of the no
 RESULTS: dict[str, runner.Result] = {}
 ANSWERS: dict[tuple, runner.Result] = {}  # (name, args) -> a run with arguments
 NOTEBOOK_NAV_TITLE = "Run it yourself"
+COMMAND = {"name": "build", "dirty": False}  # set by on_startup
+PREVIOUS: dict[str, Path] = {}  # snippet -> its result folder in the previous build (serve)
+
+
+def on_startup(command, dirty):
+    COMMAND.update(name=command, dirty=dirty)
+
+
+def on_shutdown():
+    shutil.rmtree(PAGES, ignore_errors=True)
 
 
 def _title(path: Path) -> str:
@@ -107,10 +122,23 @@ def _mathjax_files(config) -> list[File]:
 
 @event_priority(100)  # before mkdocs-jupyter wraps the notebook files
 def on_files(files, config):
-    shutil.rmtree(PAGES / "notebooks", ignore_errors=True)
-    (PAGES / "notebooks").mkdir(parents=True)
+    folder = PAGES / "notebooks"
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("*.ipynb"):
+        if old.stem not in RESULTS:
+            old.unlink()
+    changed = {name for name, result in RESULTS.items() if PREVIOUS.get(name, result.folder) != result.folder}
+    PREVIOUS.clear()
+    PREVIOUS.update({name: result.folder for name, result in RESULTS.items()})
+    if changed:  # a dirty rebuild must redo the pages that quote a changed result
+        for page in files.documentation_pages():
+            text = Path(page.abs_src_path).read_text(encoding="utf-8") if page.abs_src_path else ""
+            if any(f"{name}." in text or f"{name}(" in text for name in changed):
+                Path(page.abs_dest_path).unlink(missing_ok=True)
     for name, result in RESULTS.items():
-        shutil.copyfile(result.notebook, PAGES / "notebooks" / f"{name}.ipynb")
+        target = folder / f"{name}.ipynb"
+        if not target.exists() or target.read_bytes() != result.notebook.read_bytes():
+            shutil.copy2(result.notebook, target)  # unchanged notebooks keep their time stamp
         files.append(File(f"notebooks/{name}.ipynb", str(PAGES), config.site_dir, config.use_directory_urls))
         for key in result.figures:
             for stem in (key, f"{key}-dark"):
@@ -162,4 +190,5 @@ def on_post_page(output, page, config):
 
 def on_post_build(config):
     notebook_pages.write_stylesheets(config.site_dir)
-    shutil.rmtree(PAGES, ignore_errors=True)
+    if COMMAND["name"] != "serve":  # serve keeps its notebook copies for the next rebuild
+        shutil.rmtree(PAGES, ignore_errors=True)
