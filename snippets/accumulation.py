@@ -6,6 +6,8 @@ non-contiguous memory (a re-enactment of a 2025 library bug). Quoted by docs/acc
 """
 
 # %%
+import functools
+
 import matplotlib.pyplot as plt
 import numpy as np
 from gradlab import check, engine, numerical, ops, snippet
@@ -138,9 +140,8 @@ results.number("stale_rises", rises["never reset"], "loss rises step to step, gr
 
 # %% [markdown]
 # ## Adam whose in-place kernels miss non-contiguous memory (a re-enactment)
-# The encoder starts as a copy of the decoder's transpose that keeps the transposed layout (as
-# `torch.clone` does), so it and its Adam buffers are not C-contiguous. `leaks.InPlaceAdam` is
-# PyTorch's Adam step; with `flawed=True` its `addcmul_`/`addcdiv_` write into a contiguous copy.
+# The encoder is a layout-keeping copy of the decoder's transpose: it and its Adam buffers are not
+# C-contiguous. `leaks.InPlaceAdam(flawed=True)`: `addcmul_`/`addcdiv_` write into a contiguous copy.
 
 
 # %%
@@ -155,16 +156,18 @@ RUNS = {  # key: (flawed kernels, encoder stored transposed, legend)
     "fixed": (False, True, "correct kernels, transposed init"),
 }
 adam_steps, names = 10 * args.steps, ["encoder", "decoder"]
-finals, stuck, curves = {key: [] for key in RUNS}, [], {}
+finals, stuck, curves, agreement = {key: [] for key in RUNS}, [], {}, []
 for seed in snippet.seeds(args.seed):
     rng_ae = np.random.default_rng(seed)
     X_ae = rng_ae.normal(size=(64, 3)) @ rng_ae.normal(size=(3, 6)) + 0.05 * rng_ae.normal(size=(64, 6))
     W_dec0 = 0.1 * rng_ae.normal(size=(3, 6))
+    loss_ae = functools.partial(autoencoder_loss, X=X_ae)
+    agreement.append(max(check.compare(loss_ae, [W_dec0.T, W_dec0]).values()))
     for key, (flawed, transposed, legend) in RUNS.items():
         params = [np.copy(W_dec0.T) if transposed else np.ascontiguousarray(W_dec0.T), W_dec0.copy()]
         optimizer, history, start = InPlaceAdam(params, args.adam_lr, flawed), [], [p.copy() for p in params]
         for k in range(adam_steps):
-            loss, grads = engine.value_and_grad(lambda p, X=X_ae: autoencoder_loss(p, X), params)
+            loss, grads = engine.value_and_grad(loss_ae, params)
             before = [p.copy() for p in params]
             optimizer.step(params, grads)
             if k == 0 and key == "flawed":  # the diagnostic, after the first step
@@ -173,12 +176,10 @@ for seed in snippet.seeds(args.seed):
             history.append(loss)
         finals[key].append(history[-1])
         if key == "flawed":
-            v_enc, v_dec, m = (
-                np.abs(optimizer.exp_avg_sq[0]).max(),
-                optimizer.exp_avg_sq[1].min(),
-                optimizer.exp_avg[0],
+            v, m = optimizer.exp_avg_sq, optimizer.exp_avg
+            stuck.append(
+                (*first, update_norms(start, params)[0], v[0].max(), v[1].min(), np.linalg.norm(m[0]))
             )
-            stuck.append((*first, update_norms(start, params)[0], v_enc, v_dec, np.linalg.norm(m)))
         if seed == snippet.seeds(args.seed)[0]:
             curves[legend] = history
 
@@ -186,8 +187,7 @@ for seed in snippet.seeds(args.seed):
 shares = bool(np.shares_memory(np.ascontiguousarray(W_dec0.T), W_dec0))
 results.number("transpose_copy_shares_memory", shares, "ascontiguousarray(W.T) shares W's memory")
 results.number("encoder_contiguous", bool(np.copy(W_dec0.T).flags.c_contiguous), "encoder C-contiguous")
-disagreement = max(check.compare(lambda p: autoencoder_loss(p, X_ae), [np.copy(W_dec0.T), W_dec0]).values())
-results.number("adam_max_disagreement", disagreement, "autoencoder: largest disagreement", atol=1e-7)
+results.number("adam_max_disagreement", max(agreement), "autoencoder: largest disagreement", atol=1e-7)
 results.number("adam_steps", adam_steps, "Adam steps of the autoencoder")
 results.number("adam_lr", args.adam_lr, "Adam's learning rate")
 grad_first, enc_first, flagged, enc_total, v_enc_max, v_dec_min, m_enc = zip(*stuck, strict=True)
