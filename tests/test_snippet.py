@@ -109,3 +109,22 @@ def test_spread_records_median_min_max_and_the_number_of_seeds(tmp_path):
     assert numbers == {"n_seeds": 5, "dead_median": 0.3, "dead_min": 0.1, "dead_max": 0.5}
     with pytest.raises(ValueError, match="n_seeds"):
         results.spread("other", [1.0, 2.0], "fewer seeds")
+
+
+def test_with_a_setting_changed_a_failing_claim_is_a_note(tmp_path, capsys, monkeypatch):
+    """A reader's exercise (`--lr 0.5`) may leave the chapter's setting: the claims are reported,
+    the run succeeds. Only --seed keeps them binding."""
+    monkeypatch.delitem(sys.modules, "ipykernel", raising=False)
+    monkeypatch.delenv(snippet.NAME_ENV, raising=False)
+    parser = snippet.parser("demo")
+    parser.add_argument("--lr", type=float, default=0.1)
+    for argv, fatal in ((["demo.py", "--lr", "0.5"], False), (["demo.py", "--seed", "3"], True)):
+        monkeypatch.setattr(sys, "argv", [*argv, "--out", str(tmp_path)])
+        _, results = snippet.parse(parser)
+        results.claim("small", False, "The loss is small.")
+        if fatal:
+            with pytest.raises(SystemExit):
+                results.save()
+        else:
+            results.save()
+            assert "with --lr changed, these sentences of the chapter do not hold" in capsys.readouterr().err
