@@ -177,7 +177,9 @@ results.number("hb_escape_lambda_max", rosenbrock_eigenvalues(hb.path[escape])[1
 fig, ax = plt.subplots()
 for method in methods:  # a diverged run's infinite norms are not drawn
     norms = np.array(traces["rosenbrock", method].grad_norms)
-    ax.semilogy(np.where(np.isfinite(norms), norms, np.nan), label=method.replace("_", " "))
+    label = {"gd": "gd, fixed step", "line_search": "gd, Wolfe"}.get(method, method.replace("_", " "))
+    ax.semilogy(np.where(np.isfinite(norms), norms, np.nan), label=label)
+ax.set(ylim=(1e-9, 1e5), xlim=(0, MAX_ITER))  # the heavy ball leaves the plot at the top
 ax.set(title="Rosenbrock: the same gradients, used five ways", xlabel="iteration", xscale="symlog")
 ax.set_ylabel("|grad f| (log scale)")
 ax.legend()

@@ -104,9 +104,16 @@ claim = "Newton takes the same iterates (to 1e-6) on the well and on the well sc
 results.claim("newton_scale_invariant", holds, claim, {"gap": gap})
 
 fig, ax = plt.subplots()
+labels = {
+    "gd": "gd, fixed step",
+    "line_search": "gd, Wolfe",
+    "newton": "newton, Wolfe",
+    "bfgs": "bfgs, Wolfe",
+}
 for name, trace in runs.items():
     distance = np.linalg.norm(np.array(trace.path), axis=1)
-    ax.semilogy(np.arange(len(distance)) + 1, distance, label=name.replace("_", " "))
+    style = "--" if name in ("gd", "newton_armijo", "bfgs_armijo") else "-"  # dashed: no Wolfe search
+    ax.semilogy(np.arange(len(distance)) + 1, distance, style, label=labels.get(name, name.replace("_", " ")))
 ax.set(title="Leaving a plateau where the gradient is tiny", xlabel="iteration + 1 (log scale)", xscale="log")
 ax.set_ylabel("distance to the minimum (log scale)")
 ax.legend(fontsize="small")
