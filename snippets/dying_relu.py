@@ -147,7 +147,7 @@ claim_all("leaky_stays_negative", leaky[-1].mean(1) > 0.1, "Leaky: over 10% nega
 fig, ax = plt.subplots()
 for key, (label, _) in SETTINGS.items():
     fraction = runs[key][1].mean(axis=2)  # (count, seed)
-    line = ax.plot(COUNTS, fraction[:, 0], label=f"{label} (seed {seeds[0]})")
+    line = ax.plot(COUNTS, fraction[:, 0], label=label)
     ax.fill_between(COUNTS, fraction.min(1), fraction.max(1), color=line[0].get_color(), alpha=0.2)
 ax.set(
     title="Hidden units negative on every training input",
@@ -155,7 +155,8 @@ ax.set(
     ylabel="units with z ≤ 0 on all inputs (% of all)",
 )
 ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
-ax.legend(fontsize="x-small", loc="center right")
+legend = dict(fontsize="x-small", title_fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.15))
+ax.legend(title=f"lines: seed {seeds[0]}; bands: range over {len(seeds)} seeds", ncol=2, **legend)
 ends = [
     f"{label}: {runs[k][1][-1].mean(1).min():.0%} to {runs[k][1][-1].mean(1).max():.0%}"
     for k, (label, _) in SETTINGS.items()
@@ -180,10 +181,8 @@ dead1, dead2 = (np.flatnonzero(m) for m in np.split(large[-1][0], [sizes[1]]))
 checked_layer2 = 1  # each layer-2 unit brings 65 weights; one keeps forward mode quick
 dead_loss, dead_params = seeded_mlp.loss_of_units(params, X[0], y[0], [dead1, dead2[:checked_layer2]])
 largest = {}
-for name in check.METHODS:
-    largest[name] = max(
-        float(np.abs(g).max(initial=0.0)) for g in check.METHODS[name](dead_loss, dead_params)
-    )
+for name, method in check.METHODS.items():
+    largest[name] = max(float(np.abs(g).max(initial=0.0)) for g in method(dead_loss, dead_params))
     print(f"{name:<8} largest |gradient| over the dead units' incoming weights: {largest[name]!r}")
     results.number(f"dead_grad_{name}", largest[name], f"{name}: max |dL/dw| over dead units' weights")
 results.claim("dead_grad_zero", max(largest.values()) == 0.0, "All four methods give exactly 0.", largest)
@@ -208,9 +207,7 @@ live1 = np.flatnonzero(~large[-1][0][: sizes[1]])[:8]
 live = check.compare(*seeded_mlp.loss_of_units(params, X[0], y[0], [live1]))
 exact = max(live["reverse vs forward"], live["reverse vs complex"])
 results.number("check_max_disagreement", exact, "live units: reverse vs forward/complex", atol=1e-6)
-results.number(
-    "check_central_disagreement", live["reverse vs central"], "live: reverse vs central", atol=1e-6
-)
+results.number("check_central_disagreement", live["reverse vs central"], "live: vs central", atol=1e-6)
 results.claim(
     "live_agree",
     exact < 1e-10 and live["reverse vs central"] < 1e-5,
@@ -232,12 +229,8 @@ for name, units2 in (("reverse", negative2), ("central", negative2[:checked_laye
     f, sub = seeded_mlp.loss_of_units(leaky_params, X[0], y[0], [negative1, units2], "leaky_relu")
     grads = [np.abs(np.atleast_2d(g)) for g in check.METHODS[name](f, sub)]
     per_unit[name] = np.concatenate([np.vstack(grads[:2]).max(0), np.vstack(grads[2:]).max(0)])
-    results.number(
-        f"leaky_grad_min_{name}", per_unit[name].min(), f"{name}: smallest per-unit max |g|", rtol=1e-3
-    )
-results.number(
-    "leaky_negative_units", len(per_unit["reverse"]), "that seed, leaky: units negative everywhere"
-)
+    results.number(f"leaky_grad_min_{name}", per_unit[name].min(), f"{name}: min per-unit max |g|", rtol=1e-3)
+results.number("leaky_negative_units", len(per_unit["reverse"]), "that seed, leaky: negative everywhere")
 results.claim(
     "leaky_no_zero_grad",
     all(bool(np.all(v > 0)) for v in per_unit.values()),
