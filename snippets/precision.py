@@ -42,8 +42,7 @@ data = lambda rng: (rng.normal(size=(16, 8)), rng.normal(size=(16, 1)))  # noqa:
 
 # %% [markdown]
 # ## Error over depth (tanh networks, unsaturated)
-# The relative error of the first layer's weight gradient (reverse mode) and of the loss value,
-# per precision, and on the shallowest network the float64 reference checked by four methods.
+# First-layer gradient and loss errors per precision; the float64 reference checked by four methods.
 
 # %%
 depths = np.unique(np.linspace(1, args.max_depth, 4).astype(int))
@@ -206,9 +205,10 @@ CLAIMS += [
      {"final": st["final"], "zero": st["zero"]}),
     ("few_bits", np.all(st["bits"] <= 5), "Surviving float16 entries keep at most 5 of 11 significant bits.",
      {"bits": st["bits"]}),
-    ("scale_fits", np.all(st["s_need"] <= st["s_max"]) and np.all(st["err_s"] < 3 * F16.eps), "The scale "
-     "that lifts the median entry above the smallest normal fits below overflow, and the largest safe scale "
-     "brings the error under 3 float16 epsilons, on every seed.", {"need": st["s_need"], "err": st["err_s"]}),
+    ("scale_fits", np.all(st["s_need"] <= st["s_max"]) and np.all(st["err_s"] < 3 * F16.eps)
+     and np.all(st["lifted"] < 1), "The scale that lifts the median entry above the smallest normal fits "
+     "below overflow, and the largest safe scale brings the error under 3 float16 epsilons but leaves some "
+     "entries below the smallest normal, on every seed.", {"need": st["s_need"], "err": st["err_s"]}),
     ("scaler_skips_few", np.all((st["skipped"] >= 1) & (st["skipped"] <= 10)), "The dynamic scaler skips "
      "between 1 and 10 of 10,000 steps on every seed.", {"skipped": st["skipped"]}),
     ("clip_order_matters", np.all(st["clip_ratio"] > 1e3), "Clipping before unscaling shrinks the update "
