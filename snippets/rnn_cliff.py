@@ -180,10 +180,10 @@ results.claim(
 )
 results.claim(
     "value_clipping_turns_the_direction",
-    big["cosine_value_clip"].max() < 0.9 < big["clipped_fraction"].min()
+    0 < big["cosine_value_clip"].min() <= big["cosine_value_clip"].max() < 0.9 < big["clipped_fraction"].min()
     and big["value_clipped_norm"].min() > 10 * c,
-    f"At sigma_max 3, clipping entries to +-{c:g} clips over 90% of them, turns the gradient (cosine < 0.9) "
-    "and leaves a norm over 10 c, on every seed.",
+    f"At sigma_max 3, clipping entries to +-{c:g} clips over 90% of them, turns the gradient "
+    "(0 < cosine < 0.9) and leaves a norm over 10 c, on every seed.",
     big,
 )
 results.claim(

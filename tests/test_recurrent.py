@@ -82,3 +82,19 @@ def test_norm_clipping_keeps_the_direction_and_value_clipping_does_not(net):
     summary = rec.clip_summary(net, 3.0, 1.0, 1e-3)
     assert summary["ratio_spread"] < 1e-14 and summary["cosine_norm_clip"] == pytest.approx(1.0)
     assert summary["clipped_fraction"] > 0 and summary["cosine_value_clip"] < 1 - 1e-6
+
+
+def test_per_seed_and_record_collect_and_spread(net):
+    class Results:
+        def __init__(self):
+            self.spreads = {}
+
+        def spread(self, key, values, about, **tolerance):
+            self.spreads[key] = (list(values), tolerance)
+
+    stats = rec.per_seed([net, net], rec.jacobian_summary, 0.5, 1.0)
+    assert len(stats["norm"]) == 2 and stats["norm"][0] == stats["norm"][1]
+    results = Results()
+    arrays = rec.record(results, "weak_", {"norm": stats["norm"]}, suffix="_0.5")
+    assert set(results.spreads) == {"weak_norm_0p5"} and results.spreads["weak_norm_0p5"][1] == {"rtol": 1e-3}
+    assert arrays["norm"].shape == (2,)
