@@ -189,8 +189,8 @@ results.figure(
     "saturated_vs_scale",
     alt=f"As the weight std s grows, the sigmoid stack's backward-signal ratio rises and passes 1 near "
     f"s = {crossing:.2f}, {crossing / glorot:.0f} times Glorot's {glorot:.2f}; the saturated share of hidden "
-    f"units rises from 0 to {np.median(swept[0][:, -1]):.0%} at s = {stds[-1]:g}; on raw inputs most of "
-    "layer 1 is saturated from small s on. Median and range over five seeds.",
+    f"units rises from 0 to {np.median(swept[0][:, -1]):.0%} at s = {stds[-1]:g}; on raw inputs layer 1 "
+    "saturates at much smaller s. Median and range over five seeds.",
 )
 
 # %% [markdown]
