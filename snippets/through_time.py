@@ -59,7 +59,9 @@ for ax, (drive, input_scale) in zip(axes, DRIVES.items(), strict=True):
         runs = per_seed(rec.jacobian_summary, scale, input_scale)
         slope, rms = np.array(runs["mean_slope"]), np.array(runs["rms_slope"])
         stats = {"norm": runs["norm"], "rate": runs["rate"], "slope": slope, "gain": scale * slope}
-        stats = record(drive, stats | {"rms_gain": scale * rms} if not drive else stats, suffix=f"_{scale:g}")
+        stats = stats | {"rms_gain": scale * rms} if not drive else stats
+        # an exploding map amplifies the last bit of np.tanh, which differs between CPUs' libm
+        stats = record(drive, stats, suffix=f"_{scale:g}", rtol=0.1 if scale > 1 else 1e-3)
         table[drive, scale] = stats | {"norms0": runs["norms"][0]}
         ax.semilogy(steps, runs["norms"][0], color=colour, label=f"$\\sigma_{{\\max}}$ = {scale:g}")
     ax.axhspan(1e-2, 1e2, color=PALETTE[5], alpha=0.15, lw=0)
