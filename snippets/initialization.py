@@ -35,7 +35,7 @@ ACTIVATIONS = ["tanh", "relu"]
 SPECTRUM = [("tanh", "glorot"), ("tanh", "orthogonal"), ("relu", "he"), ("relu", "orthogonal")]
 SATURATED_SLOPE = 0.01  # a tanh unit is saturated below 1% of its largest slope, as in saturation.py
 settings = dict(depth=depth, width=width, batch=batch, naive_std=args.naive_std, large_std=args.large_std)
-for key, value in (settings | {"saturated_slope": SATURATED_SLOPE}).items():
+for key, value in (settings | {"saturated_slope": SATURATED_SLOPE}).items():  # quoted by the chapter
     results.number(key, value, f"setting: {key}")
 
 # %% [markdown]
@@ -76,9 +76,8 @@ for act, init in runs:
 # %%
 colors, first = dict(zip(INITS, PALETTE, strict=False)), {pair: trials[0] for pair, trials in runs.items()}
 fig, axes = plt.subplots(2, 2, figsize=(8.4, 6.6), sharex=True)
-for row, (key, name) in enumerate(
-    [("var_z", "Var[$z_l$]"), ("var_grad_h", r"Var[$\partial L/\partial h_l$]")]
-):
+ROWS = [("var_z", "Var[$z_l$]"), ("var_grad_h", r"Var[$\partial L/\partial h_l$]")]
+for row, (key, name) in enumerate(ROWS):
     for ax, act in zip(axes[row], ACTIVATIONS, strict=True):
         for init in INITS:
             style = {"c": colors[init], "ls": "--" if init == "orthogonal" else "-", "label": LABELS[init]}
@@ -86,10 +85,10 @@ for row, (key, name) in enumerate(
         ax.set(title=f"{act}: {name}", xlabel="hidden layer l" * row, ylabel=f"{name} (log scale)")
 axes[0, 0].legend(fontsize=8)
 fig.suptitle(f"Variance per layer at initialization, forward and backward (seed {SEEDS[0]})")
-pairs = [(key, a) for key in ("var_z", "var_grad_h") for a in ACTIVATIONS]
+ends = {(k, a): [first[a, i][k][-1] / first[a, i][k][0] for i in INITS] for k, _ in ROWS for a in ACTIVATIONS}
 ends = {
-    (k, a): ", ".join(f"{LABELS[i]} {first[a, i][k][-1] / first[a, i][k][0]:.1e}" for i in INITS)
-    for k, a in pairs
+    pair: ", ".join(f"{LABELS[i]} {v:.1e}" for i, v in zip(INITS, values, strict=True))
+    for pair, values in ends.items()
 }
 alt = f"Var[z_l] (top) and Var[dL/dh_l] (bottom) over {depth} layers, seed {SEEDS[0]}. Last layer "
 alt += f"over first, forward: ReLU {ends['var_z', 'relu']}; tanh {ends['var_z', 'tanh']}. Backward: ReLU "
@@ -97,29 +96,28 @@ alt += f"{ends['var_grad_h', 'relu']}; tanh {ends['var_grad_h', 'tanh']}. Orthog
 alt += "close to Glorot's line for tanh and to He's for ReLU."
 results.figure(fig, "variance_per_layer", alt=alt)
 
-fig, axes = plt.subplots(1, 2, figsize=(8.4, 3.4), sharey=True)
+fig, axes = plt.subplots(1, 2, figsize=(8.4, 4.0), sharey=True)
 for ax, act in zip(axes, ACTIVATIONS, strict=True):
     for init in [i for a, i in SPECTRUM if a == act]:
         singular = np.maximum(first[act, init]["singular"], 1e-300)
         ax.semilogy(range(1, width + 1), singular, c=colors[init], label=LABELS[init])
     ax.set(title=act, xlabel="index (largest first)", ylim=(1e-20, 1e3))
+    ax.legend(loc="lower left")
 axes[0].set_ylabel(r"singular value of $\partial h_D/\partial h_0$")
-axes[0].legend()
 fig.suptitle(f"Input-output Jacobian at one input (seed {SEEDS[0]})")
 tanh_g, tanh_o, relu_h, relu_o = [first[pair] for pair in SPECTRUM]
-alt = f"Singular values of the {depth}-layer input-output Jacobian. Tanh: Glorot's span many orders of "
-alt += f"magnitude (largest over median {tanh_g['sv_spread']:.1e}), orthogonal's do not "
-alt += f"({tanh_o['sv_spread']:.2g}). ReLU: {relu_h['sv_zero']:.0%} (He) and {relu_o['sv_zero']:.0%} "
-alt += "(orthogonal) of them are numerically zero."
+alt = f"Singular values of the {depth}-layer input-output Jacobian. Tanh: Glorot's fall over many orders "
+alt += f"of magnitude (largest over median {tanh_g['sv_spread']:.1e}), orthogonal's stay nearly level but "
+alt += f"for the last few (largest over median {tanh_o['sv_spread']:.2g}). ReLU: {relu_h['sv_zero']:.0%} "
+alt += f"(He) and {relu_o['sv_zero']:.0%} (orthogonal) of them are numerically zero."
 results.figure(fig, "jacobian_spectrum", alt=alt)
 
 # %% [markdown]
 # ## The formula against the measurements
-# Forward, $\mathrm{Var}[z_l] = n\sigma_w^2\,\mathbb E[h_{l-1}^2]$; backward, each layer multiplies
-# $\mathrm{Var}[\partial L/\partial h]$ by $n\sigma_w^2\,\mathbb E[f'(z)^2]$. For ReLU both factors are
-# $n\sigma_w^2/2$ (1 under He); for tanh near 0, $n\sigma_w^2$; for tanh under the large scale,
-# $\mathbb E[f'^2]$ comes from the measured slopes. The measured factor is the geometric mean of the
-# $D-1$ ratios between consecutive layers.
+# Each layer multiplies the variance by $n\sigma_w^2\,\mathbb E[f'(z)^2]$, forward and backward:
+# $n\sigma_w^2/2$ for ReLU (1 under He), $n\sigma_w^2$ for tanh near 0; for saturated tanh
+# $\mathbb E[f'^2]$ is measured.
+# The measured factor is the geometric mean of the $D-1$ ratios between consecutive layers.
 
 # %%
 slope_sq = [np.exp(np.mean([np.log(np.mean(s**2)) for s in r["slopes"][1:]])) for r in runs["tanh", "large"]]
@@ -141,11 +139,13 @@ worst = max(v.max() for v in off.values())
 F = {pair: np.concatenate([seeds_of(*pair, "forward"), seeds_of(*pair, "backward")]) for pair in runs}
 he_range = np.array([r["var_z"].max() / r["var_z"].min() for r in runs["relu", "he"]])
 he_grad_range = np.array([r["var_grad_h"].max() / r["var_grad_h"].min() for r in runs["relu", "he"]])
-results.spread("var_range_relu_he", he_range, "ReLU + He: largest over smallest Var[z_l]", rtol=1e-4)
-results.spread("grad_range_relu_he", he_grad_range, "ReLU + He: same for Var[dL/dh_l]", rtol=1e-4)
 ratios = {i: seeds_of("relu", i, "ratio") for i in ("small", "large", "he")}
-for init, values in ratios.items():
-    results.spread(f"ratio_relu_{init}", values, "ReLU: |dL/dW_1| / |dL/dW_last|", rtol=1e-4)
+spreads = {"var_range_relu_he": he_range, "grad_range_relu_he": he_grad_range}
+spreads |= {f"ratio_relu_{i}": v for i, v in ratios.items()}  # |dL/dW_1| / |dL/dW_last|
+for key, values in spreads.items():
+    results.spread(
+        key, values, "ReLU: largest/smallest Var[z_l] or Var[dL/dh_l] (He); |dW_1|/|dW_L|", rtol=1e-4
+    )
 sv = {f"{key}_{a}_{i}": seeds_of(a, i, key) for a, i in SPECTRUM for key in ("sv_spread", "sv_zero")}
 for key, values in sv.items():
     results.spread(key, values, "Jacobian: largest / median singular value, or share zero", rtol=1e-4)
@@ -189,10 +189,9 @@ for name, text in (line.split(": ", 1) for line in CLAIMS.strip().splitlines()):
 
 # %% [markdown]
 # ## A symmetric start
-# Every weight of a small tanh network equal to `sym_value`, against Glorot's random draw; both
-# trained by plain gradient descent on the same regression data. $L$ is unchanged when two hidden
-# units of a layer swap places, so at a point where they are equal its gradient treats them
-# equally, and every step keeps them equal.
+# Every weight of a small tanh network equal to `sym_value`, against a Glorot draw, both trained by
+# gradient descent on the same data. $L$ is unchanged when two hidden units of a layer swap places,
+# so where they are equal its gradient treats them equally, and every step keeps them equal.
 
 # %%
 sym_sizes, sym_value, sym_steps, sym_lr = [4, args.sym_width, args.sym_width, 1], 0.3, 300, 0.1
@@ -219,9 +218,8 @@ results.claim("random_fits_better", bool(np.all(random < equal)), text, {"equal"
 
 # %% [markdown]
 # ## Is it backprop?
-# The first layer's weight gradient under the small fixed scale (tanh), by reverse mode, forward
-# mode, central differences and the complex step, on a smaller copy (same depth, `check_width`
-# units, a batch of `check_width`): forward mode and the numerical methods cost passes per weight.
+# The small-scale tanh network's first-layer gradient by reverse mode, forward mode, central
+# differences and the complex step, on a copy `check_width` units wide (they cost passes per weight).
 
 # %%
 check_width, exact, central, grad_rms = 8, [], [], []
