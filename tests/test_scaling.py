@@ -60,3 +60,22 @@ def test_sech_squared_matches_the_definition_and_does_not_cancel():
     y = np.tanh(np.float32(10.0))
     assert scaling.tanh_slope_from_output(y) == 0  # rounded y is 1: the slope cancels to 0
     assert scaling.sech_squared(np.float32(10.0)) > 0
+
+
+def test_mlp_scaled_grads_in_float64_is_the_engine_gradient_times_the_scale():
+    from gradlab import engine, models, ops
+
+    rng = np.random.default_rng(2)
+    params = models.init_mlp([3, 4, 4, 1], "glorot", rng)
+    X, y = rng.normal(size=(5, 3)), rng.normal(size=(5, 1))
+    expected = engine.grad(lambda p: ops.mean((models.mlp(p, X, "sigmoid") - y) ** 2), params)
+    _, scaled, deltas = scaling.mlp_scaled_grads(params, X, y, 8.0)
+    assert len(deltas) == 2
+    for got, want in zip(scaled, expected, strict=True):
+        np.testing.assert_allclose(got / 8.0, want, rtol=1e-6)  # the loss is float32
+
+
+def test_significant_bits_of_float16():
+    tiny = float(np.finfo(np.float16).smallest_subnormal)
+    bits = scaling.significant_bits([1.0, 6.2e-5, tiny, 3 * tiny, 0.0])
+    np.testing.assert_array_equal(bits, [11, 11, 1, 2, 0])

@@ -79,3 +79,44 @@ def sech_squared(z):
     z = np.abs(z)
     e = np.exp(-z)  # e**z (1 + e**-2z) without overflow: 4 e**-2z / (1 + e**-2z)**2
     return 4 * e * e / (1 + e * e) ** 2
+
+
+def mlp_scaled_grads(params, X, y, scale, activation="sigmoid"):
+    """Mixed-precision backward pass of an MLP (``models.mlp``'s layout, mean squared error).
+
+    The forward and backward passes run in the parameters' dtype (float16, say); the loss and
+    its scaling stay in float32, as under autocast: the backward pass starts from
+    dL/d(output) = S * 2 (output - y) / N computed in float32 and rounded to the parameters'
+    dtype (so it overflows to inf where that value exceeds the format). Returns (the float32
+    loss, the *scaled* gradients [S dL/dW_1, S dL/db_1, ...] in the parameters' dtype, the
+    scaled deltas S dL/dz_l of the hidden layers).
+    """
+    dtype = params[0].dtype
+    act = {"sigmoid": lambda z: 1 / (1 + np.exp(-z)), "tanh": np.tanh}[activation]
+    slope = {"sigmoid": lambda h: h * (1 - h), "tanh": lambda h: 1 - h * h}[activation]
+    hs = [np.asarray(X, dtype)]
+    for W, b in zip(params[0:-2:2], params[1:-2:2], strict=True):
+        hs.append(act(hs[-1] @ W + b).astype(dtype))
+    out = (hs[-1] @ params[-2] + params[-1]).astype(np.float32)
+    residual = out - np.asarray(y, np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        d = (np.float32(scale) * 2 * residual / residual.shape[0]).astype(dtype)
+        grads, deltas = [hs[-1].T @ d, d.sum(0)], []
+        dh = d @ params[-2].T
+        for layer in range(len(hs) - 2, -1, -1):
+            g = (dh * slope(hs[layer + 1])).astype(dtype)
+            deltas.insert(0, g)
+            grads = [hs[layer].T @ g, g.sum(0), *grads]
+            dh = g @ params[2 * layer].T
+    return float(np.mean(residual * residual)), grads, deltas
+
+
+def significant_bits(x, dtype=np.float16):
+    """Bits of precision a value keeps in ``dtype``: the full significand (11 for float16) for
+    normal numbers, fewer for subnormals (floor(log2(|x| / smallest subnormal)) + 1), 0 for 0."""
+    info = np.finfo(dtype)
+    x = np.abs(np.asarray(x, dtype=np.float64))
+    full = info.nmant + 1
+    with np.errstate(divide="ignore"):
+        sub = np.floor(np.log2(x / float(info.smallest_subnormal))) + 1
+    return np.where(x >= float(info.smallest_normal), full, np.where(x > 0, np.minimum(sub, full), 0))
