@@ -292,11 +292,6 @@ def trust_region_step(gradient, H, radius, bisections=200):
         if np.linalg.norm(newton_step) <= radius:
             return newton_step
     lo = max(0.0, -eigenvalues[0])
-    lowest = eigenvalues <= eigenvalues[0] + 1e-12 * max(1.0, float(np.abs(eigenvalues).max()))
-    if eigenvalues[0] <= 0 and np.all(np.abs(coefficients[lowest]) <= 1e-12 * g_norm):  # the hard case
-        partial = -Q[:, ~lowest] @ (coefficients[~lowest] / (eigenvalues[~lowest] + lo))
-        if np.linalg.norm(partial) <= radius:
-            return partial + np.sqrt(max(radius**2 - partial @ partial, 0.0)) * Q[:, 0]
     hi = lo + max(g_norm / radius, 4 * np.spacing(lo))  # |p(hi)| <= |g| / (hi + lambda_min) <= radius
     for _ in range(bisections):
         mid = 0.5 * (lo + hi)
@@ -306,7 +301,19 @@ def trust_region_step(gradient, H, radius, bisections=200):
             lo = mid
         else:
             hi = mid
-    return -Q @ (coefficients / (eigenvalues + hi))
+    p = -Q @ (coefficients / (eigenvalues + hi))
+    if p @ p > radius**2:  # lam - lambda_min below the resolution of lam: rescale onto the boundary
+        p = p * (radius / np.linalg.norm(p))
+    shortfall = radius**2 - p @ p
+    if eigenvalues[0] <= 0 and shortfall > 1e-12 * radius**2:
+        # the hard case (g has no component, or one below rounding, along the lowest
+        # eigenvector): add that eigenvector to reach the boundary: p + tau q with
+        # |p + tau q| = radius, the root with the lower model value
+        along = float(p @ Q[:, 0])
+        roots = -along + np.array([1.0, -1.0]) * np.sqrt(along**2 + shortfall)
+        candidates = [p + tau * Q[:, 0] for tau in roots]
+        p = min(candidates, key=lambda c: gradient @ c + 0.5 * c @ H @ c)
+    return p
 
 
 def trust_region(fun, x0, hessian=None, radius=1.0, max_radius=100.0, gtol=1e-6, max_iter=1_000):
