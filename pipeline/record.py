@@ -54,6 +54,8 @@ def quoting_pages(snippet: str, key: str, docs: Path = DOCS) -> list[str]:
 def _close(new, old, rtol: float, atol: float) -> bool:
     if isinstance(new, bool) or isinstance(old, bool) or (isinstance(new, int) and isinstance(old, int)):
         return new == old
+    if new == old:  # equal, infinities included
+        return True
     if math.isnan(new) or math.isnan(old):
         return math.isnan(new) and math.isnan(old)
     return abs(new - old) <= atol + rtol * abs(old)

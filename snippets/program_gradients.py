@@ -33,8 +33,7 @@ METHODS = {"reverse": engine.grad, "forward": forward.grad, "central": numerical
 def gradients(f, x):
     """The gradient of f at x by every method, floating-point warnings silenced (NaN is the point)."""
     with np.errstate(all="ignore"):
-        methods = {**METHODS, "complex": numerical.complex_step}
-        return {name: method(f, [x])[0] for name, method in methods.items()}
+        return {name: m(f, [x])[0] for name, m in {**METHODS, "complex": numerical.complex_step}.items()}
 
 
 # %% [markdown]
@@ -61,18 +60,14 @@ masked = gradients(masked_sqrt, x)
 safe = gradients(double_where_sqrt, x)
 results.number("grid_points", x.size, "grid points on [-1, 2]")
 results.number("masked_points", int((x <= 0).sum()), "grid points with x <= 0 (branch not taken)")
-for name, grad in masked.items():
-    results.number(f"masked_{name}_nan", int(np.isnan(grad).sum()), f"NaN entries, where: {name}")
-for name, grad in safe.items():
-    results.number(f"safe_{name}_nan", int(np.isnan(grad).sum()), f"NaN entries, double where, {name}")
+for kind, name, grad in [(k, n, g) for k, gs in (("masked", masked), ("safe", safe)) for n, g in gs.items()]:
+    results.number(f"{kind}_{name}_nan", int(np.isnan(grad).sum()), f"NaN entries, {kind} where: {name}")
 with np.errstate(invalid="ignore"):  # the step to -h takes sqrt of a negative number: NaN, unused
     at_zero = numerical.central_difference(masked_sqrt, [np.zeros(1)])[0][0]  # ~ 1 / (2 sqrt h)
 results.number("central_at_zero", at_zero, "central difference at x = 0", rtol=1e-3)
 nonzero = x[np.abs(x) > 1e-12]
 agreement = check.compare(double_where_sqrt, [nonzero])
-results.number(
-    "safe_max_disagreement", max(agreement.values()), "double where: largest rel. error", atol=1e-6
-)
+results.number("safe_max_disagreement", max(agreement.values()), "double where: largest error", atol=1e-6)
 
 # One NaN in dL/dz reaches every weight through X^T: a model whose loss contains the masked branch.
 nan_fraction, safe_nan_fraction = [], []
@@ -86,34 +81,25 @@ for seed in SEEDS:
     safe_nan_fraction.append(np.isnan(grad_w_safe).mean())
 results.spread("model_nan_fraction", nan_fraction, "model: fraction of dL/dw entries that are NaN")
 results.spread("model_safe_nan_fraction", safe_nan_fraction, "model, double where: NaN fraction")
-results.claim(
-    "masked_nan_only_in_reverse",
-    masked["reverse"][x <= 0].size > 0
-    and bool(np.isnan(masked["reverse"][x <= 0]).all())
-    and not any(np.isnan(masked[m]).any() for m in ("forward", "central", "complex")),
-    "Reverse mode returns NaN at every grid point with x <= 0; forward mode, central differences "
-    "and the complex step return none.",
-    {name: int(np.isnan(grad).sum()) for name, grad in masked.items()},
-)
-results.claim(
-    "double_where_fixes_it",
-    not any(np.isnan(grad).any() for grad in safe.values()) and max(safe_nan_fraction) == 0,
-    "The double where gives no NaN by any method, on the grid or in the model.",
-    {"grid": {name: int(np.isnan(grad).sum()) for name, grad in safe.items()}, "model": safe_nan_fraction},
-)
-results.claim(
-    "one_nan_poisons_every_weight",
-    min(nan_fraction) == 1.0,
-    "In the linear model every entry of dL/dw is NaN, on every seed.",
-    {"nan_fraction": nan_fraction},
-)
-results.claim(
-    "methods_agree_off_the_kink",
-    max(agreement.values()) < 1e-6,
-    "On the double-where program at every x != 0, reverse mode agrees with forward mode, central "
-    "differences and the complex step to 1e-6 relative.",
-    agreement,
-)
+nan_counts = {
+    kind: {m: int(np.isnan(g).sum()) for m, g in grads.items()}
+    for kind, grads in (("where", masked), ("double where", safe))
+}
+CLAIMS = [
+    ("masked_nan_only_in_reverse",
+     nan_counts["where"] == {"reverse": int((x <= 0).sum()), "forward": 0, "central": 0, "complex": 0},
+     "Reverse mode returns NaN at every grid point with x <= 0; forward mode, central differences "
+     "and the complex step return none.", nan_counts),
+    ("double_where_fixes_it", set(nan_counts["double where"].values()) == {0} and max(safe_nan_fraction) == 0,
+     "The double where gives no NaN by any method, on the grid or in the model.", nan_counts),
+    ("one_nan_poisons_every_weight", min(nan_fraction) == 1.0,
+     "In the linear model every entry of dL/dw is NaN, on every seed.", {"nan_fraction": nan_fraction}),
+    ("methods_agree_off_the_kink", max(agreement.values()) < 1e-6,
+     "On the double-where program at every x != 0, reverse mode agrees with forward mode, central "
+     "differences and the complex step to 1e-6 relative.", agreement),
+]  # fmt: skip
+for name, holds, statement, values in CLAIMS:
+    results.claim(name, holds, statement, values)
 
 fig, ax = plt.subplots()
 ax.plot(x, np.clip(masked["central"], None, 3), color=PALETTE[2], label="central differences")
@@ -154,10 +140,8 @@ KINKS = {
 kink_grads = {}
 for name, (f, kink) in KINKS.items():
     grads = {method: float(g(f, [np.array([kink])])[0][0]) for method, g in METHODS.items()}
-    print(f"{name:>16} at {kink}: " + ", ".join(f"{m} {v:+.3f}" for m, v in grads.items()))
-    results.number(f"kink_{name}_reverse", grads["reverse"], f"{name} at its kink: reverse mode")
-    results.number(f"kink_{name}_forward", grads["forward"], f"{name} at its kink: forward mode")
-    results.number(f"kink_{name}_central", grads["central"], f"{name} at its kink: central", atol=1e-6)
+    for method, value in grads.items():
+        results.number(f"kink_{name}_{method}", value, f"{name} at its kink: {method}", atol=1e-6)
     kink_grads[name] = grads
 ONE_SIDED_MEAN = {"abs": 0.0}  # (left slope + right slope) / 2: (-1 + 1) / 2 for |x|, else 0.5
 relu_programs = ["relu", "max_x_0", "max_0_x", "half_x_plus_abs", "clip_low"]
@@ -184,6 +168,7 @@ results.claim(
 T_TRUE, T_START = 0.5, -1.0
 x_data = np.random.default_rng(SEEDS[0]).uniform(-2.0, 2.0, size=200)  # redrawn per seed below
 y_data = (x_data > T_TRUE).astype(float)
+t_start = np.array(T_START)
 
 
 def hard_step(z):
@@ -202,7 +187,6 @@ def threshold_loss(predict, x_data=x_data, y_data=y_data):
     return lambda p: ops.mean((predict(x_data - p[0]) - y_data) ** 2)
 
 
-t_start = np.array(T_START)
 for key, name in (("hard", "hard step"), ("sigmoid", "sigmoid surrogate")):
     grads = {m: float(g(threshold_loss(PREDICTORS[name]), [t_start])[0]) for m, g in METHODS.items()}
     for method, value in grads.items():
@@ -242,11 +226,10 @@ results.claim(
     "with the hard step, on every seed.",
     {name: accuracies[name] for name in ("sigmoid surrogate", "straight-through")},
 )
-results.number("t_true", T_TRUE, "true threshold")
-results.number("t_start", T_START, "starting threshold")
-results.number("temperature", args.temperature, "sigmoid surrogate's temperature")
-results.number("steps", args.steps, "gradient steps")
-results.number("lr", args.lr, "learning rate")
+for key, value in dict(
+    t_true=T_TRUE, t_start=T_START, temperature=args.temperature, steps=args.steps, lr=args.lr
+).items():
+    results.number(key, value, f"setting of the threshold experiment: {key}")
 
 fig, ax = plt.subplots()
 for name, history in histories.items():
