@@ -1,14 +1,19 @@
-"""Five ways to use the same gradient: gradient descent, heavy-ball momentum, gradient descent
-with a backtracking (Armijo) line search, Newton's method and BFGS.
+"""Ways to use the same gradient: gradient descent (fixed step, or with a line search), heavy-ball
+momentum, Newton's method, saddle-free Newton, a trust region, BFGS, Adam and RMSProp; and, for a
+gradient that is exactly zero, an evolution strategy that uses function values only.
 
 Every method minimizes f: R^n -> R from `fun(x) -> (f(x), grad f(x))`, for instance
 `reverse_mode(loss)`: one forward and one backward pass. Every call of `fun` counts as one
 evaluation. A method stops when ||grad f(x_k)|| <= gtol (`converged`) or after `max_iter`
 iterations, or when its iterate stops being finite.
 
-The methods differ only in what they do with the gradient; none of them computes it.
+Every line-search method uses the same search, `strong_wolfe` by default (`line_search="armijo"`
+gives backtracking from the first trial, which never lengthens a step). The methods differ only
+in what they do with the gradient; none of them computes it.
 References: Nocedal & Wright, Numerical Optimization, 2nd ed. (2006), ch. 3 (line search,
-steepest descent) and ch. 6 (BFGS); Polyak (1964) for the heavy ball.
+steepest descent), ch. 4 (trust regions) and ch. 6 (BFGS); Polyak (1964) for the heavy ball;
+Dauphin et al. (NeurIPS 2014) for saddle-free Newton; Kingma & Ba (ICLR 2015) for Adam;
+Nesterov & Spokoiny (Found. Comput. Math. 17(2), 2017) for Gaussian smoothing.
 """
 
 from dataclasses import dataclass, field
