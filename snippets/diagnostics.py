@@ -97,10 +97,8 @@ with np.errstate(all="ignore"):  # the largest learning rates diverge on purpose
         print(f"{method:<15} final loss / variance per lr:", np.median(curves[method][-1], axis=0).round(3))
 for key in ("depth", "width", "gain", "steps", "batch"):
     results.number(key, getattr(args, key), key)
-[
-    results.number(f"lr_grid_{k}", v, f"{k} learning rate of the grid")
-    for k, v in (("min", LRS[0]), ("max", LRS[-1]))
-]
+results.number("lr_grid_min", LRS[0], "smallest learning rate of the grid")
+results.number("lr_grid_max", LRS[-1], "largest learning rate of the grid")
 remedies = np.maximum(final["residual SGD"], final["normalized SGD"])
 diverged = int(np.sum(curves["plain SGD"][-1, :, -1] == np.inf))
 results.number("plain_sgd_diverged_at_max", diverged, "seeds on which plain SGD diverges at the largest lr")
@@ -204,8 +202,9 @@ results.figure(fig, "per_layer", alt="The plain network's gradient norm is rough
 
 fig, ax = plt.subplots()
 for method, curve in curves.items():
-    ax.semilogy(np.median(curve[:, :, best[method]], 1), label=f"{method}, lr {LRS[best[method]]:g}")
-    ax.fill_between(range(args.steps + 1), *np.percentile(curve[:, :, best[method]], [0, 100], 1), alpha=0.2)
+    chosen, label = curve[:, :, best[method]], f"{method}, lr {LRS[best[method]]:g}"
+    (line,) = ax.semilogy(np.median(chosen, 1), label=label)
+    ax.fill_between(range(args.steps + 1), chosen.min(1), chosen.max(1), color=line.get_color(), alpha=0.2)
 ax.set(title="Training loss, each method at its best learning rate", xlabel="step",
        ylabel="loss / target variance (log scale)")  # fmt: skip
 ax.legend(fontsize="small")

@@ -146,7 +146,7 @@ for s, seed in enumerate(SEEDS):
     stats["err_s"].append(rel(runs[best][0].astype(np.float32) / np.float32(S), r1))
     stats["zero_s"].append(np.mean((runs[best][0] == 0) & (r1 != 0)))
     # GradScaler's schedule over 10,000 steps with these gradients (the overflow test is exact per S)
-    scaler, trajectory, skipped = scaling.DynamicLossScaler(), [], 0
+    scaler, skipped, trajectory = scaling.DynamicLossScaler(), 0, [2.0**16]  # GradScaler's init_scale
     for _ in range(10_000):
         k = int(np.log2(scaler.scale))
         skipped += not scaler.update(found_inf=not (k < len(scales) and finite[k]))
@@ -224,17 +224,16 @@ CLAIMS += [
 fig, (ax_scale, ax_traj) = plt.subplots(1, 2, figsize=(9, 3.8))
 ax_traj.semilogy(trajectory_first, color=plot.PALETTE[0], label="scale S (float32)")
 ax_traj.axhline(st["s_max"][0], color=plot.PALETTE[3], ls=":", label="largest S without overflow")
-ax_traj.set(title="GradScaler's schedule, 10,000 steps", xlabel="step", ylabel="loss scale S (log scale)")
+ax_traj.set(title="GradScaler's schedule, 10,000 steps", xlabel="step", ylabel="loss scale S (log scale)",
+            ylim=(min(trajectory_first) / 2, max(trajectory_first) * 2))  # fmt: skip
 ax_traj.legend(fontsize="small")
 levels = np.arange(len(SEEDS))
 ax_scale.bar(levels - 0.2, st["final"], 0.4, label="exact value below half the smallest subnormal")
-ax_scale.bar(
-    levels - 0.2, st["zero"] - st["final"], 0.4, bottom=st["final"], label="an earlier delta underflowed"
-)
+ax_scale.bar(levels - 0.2, st["zero"] - st["final"], 0.4, bottom=st["final"], label="a delta underflowed")
 ax_scale.bar(levels + 0.2, st["zero_s"], 0.4, label="zero after scaling by the largest safe S")
 ax_scale.set(title="float16 first-layer entries that are zero", xlabel="seed", ylabel="fraction of entries",
-             xticks=levels, xticklabels=[str(s) for s in SEEDS])  # fmt: skip
-ax_scale.legend(fontsize="x-small")
+             xticks=levels, xticklabels=[str(s) for s in SEEDS], ylim=(0, 1.45))  # fmt: skip
+ax_scale.legend(fontsize="x-small", loc="upper center")
 fig.suptitle("Underflow in float16 and the dynamic loss scale")
 zero, final = st["zero"], st["final"]
 results.figure(fig, "loss_scaling", alt=f"Left: on each of {len(SEEDS)} seeds, {zero.min():.0%} to "
