@@ -219,6 +219,7 @@ def test_notebook_pages_offer_the_download_and_colab(built_site):
         html = page.read_text(encoding="utf-8")
         assert f'href="{colab}/blob/{branch}/{name}.ipynb"' in html, f"{name}: no Colab link"
         assert re.search(rf'href="{name}\.ipynb"\s+download', html), f"{name}: no .ipynb download"
-        assert f"/snippets/{name}.py" in html, f"{name}: 'edit this page' must edit the snippet"
+        source = runner.snippet_path(name).relative_to(ROOT).as_posix()  # snippets/[frameworks/]NAME.py
+        assert f"/{source}" in html, f"{name}: 'edit this page' must edit the snippet"
     index = (built_site / "index.html").read_text(encoding="utf-8")
     assert "data-colab-link" not in index and 'rel="edit"' in index

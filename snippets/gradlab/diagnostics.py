@@ -11,9 +11,12 @@ examples of a batch, columns the units):
   |h| > 0.97 for tanh, |2h - 1| > 0.97 for the sigmoid (the same test, since
   2 sigmoid(z) - 1 = tanh(z / 2)); there the local slope is below 1 - 0.97^2 = 5.9% of its
   maximum. Not defined ("n/a") for activations without a flat tail (relu, leaky_relu, linear);
-* dead: the fraction of units whose local slope is exactly zero on EVERY example of the batch,
-  so that no example sends a gradient through them: relu units with h = 0 throughout (z <= 0),
-  or tanh/sigmoid units saturated all the way to the float value +-1 (0 or 1);
+* dead: the fraction of units whose local slope, computed from the output h, is exactly zero on
+  EVERY example of the batch: relu units with h = 0 throughout (z <= 0), or tanh/sigmoid units
+  whose output has rounded all the way to the float value +-1 (0 or 1). For relu and for tanh
+  (whose backward rule is 1 - h^2) no gradient passes such a unit. gradlab's sigmoid rule is
+  sigma(z) sigma(-z), positive up to |z| ~ 745, so a sigmoid unit counted here still passes a
+  gradient below 1e-16 relative: "dead" in every practical sense, not exactly;
 * mean, std: of all entries of h_l.
 """
 
