@@ -19,8 +19,7 @@ parser = snippet.parser(__doc__)
 parser.add_argument("--kappa", type=snippet.positive_float, default=100.0, help="condition number")
 parser.add_argument("--tol", type=snippet.positive_float, default=1e-6, help="the sweep's relative tolerance")
 args, results = snippet.parse(parser)
-MAX_ITER = 2000  # a cap, so that a method that crawls ends in bounded time
-GTOL = 1e-6  # stop when |grad f| <= GTOL
+MAX_ITER, GTOL = 2000, 1e-6  # a cap, so that a crawling method ends; stop when |grad f| <= GTOL
 
 
 def quadratic(kappa):
@@ -30,8 +29,7 @@ def quadratic(kappa):
 
 
 rosenbrock, rosenbrock_eigenvalues = optim.rosenbrock, optim.rosenbrock_eigenvalues
-kappa = args.kappa
-x0 = np.array([np.sqrt(kappa), 1.0])  # on the level set's diagonal: both terms of f equal
+kappa, x0 = args.kappa, np.array([np.sqrt(args.kappa), 1.0])  # x0: both terms of f equal
 lr_best = 2 / (1 + kappa)  # the best fixed step, 2 / (lambda_min + lambda_max)
 gd = optim.gradient_descent(quadratic(kappa), x0, lr_best, gtol=GTOL, max_iter=MAX_ITER)
 bfgs_path = optim.bfgs(quadratic(kappa), x0, gtol=GTOL)
@@ -87,6 +85,9 @@ for k in kappas:  # the fixed-step methods take grad f = A x directly, vectorize
     sweep["heavy ball"] += [*optim.quadratic_iterations(A, start, "heavy_ball", [lr_hb], beta_hb, args.tol)]
     sweep["BFGS"].append(optim.bfgs(quadratic(k), start, args.tol * np.linalg.norm(A @ start)).iterations)
 theory = np.log(1 / args.tol) / np.log((kappas + 1) / (kappas - 1))
+slope = {n: np.polyfit(np.log(kappas), np.log(c), 1)[0] for n, c in sweep.items()}  # log-log
+holds = 0.9 < slope["gradient descent"] < 1.1 and 0.4 < slope["heavy ball"] < 0.65
+results.claim("sweep_slopes", holds, "iterations grow like kappa (GD) and sqrt(kappa) (heavy ball)", slope)
 for key, value, about in (
     ("sweep_gd_iterations_max", sweep["gradient descent"][-1], "GD iterations at the largest kappa"),
     ("sweep_theory_max", theory[-1], "theory ln(1/tol)/ln((k+1)/(k-1)) at the largest kappa"),
