@@ -21,13 +21,9 @@ from gradlab import engine, flops, forward, models, numerical, ops, snippet
 
 parser = snippet.parser(__doc__)
 parser.add_argument("--batch", type=snippet.positive_int, default=16, help="examples in the batch")
-parser.add_argument(
-    "--activation", choices=["tanh", "sigmoid", "relu"], default="tanh", help="hidden activation"
-)
+parser.add_argument("--activation", choices=["tanh", "sigmoid", "relu"], default="tanh", help="activation")
 parser.add_argument("--max-width", type=snippet.positive_int, default=64, help="widest hidden layer tried")
-parser.add_argument(
-    "--store-depth", type=snippet.positive_int, default=4, help="storage example: hidden layers"
-)
+parser.add_argument("--store-depth", type=snippet.positive_int, default=4, help="storage: hidden layers")
 parser.add_argument("--store-width", type=snippet.positive_int, default=64, help="storage example: width")
 parser.add_argument("--store-batch", type=snippet.positive_int, default=32, help="storage example: batch")
 args, results = snippet.parse(parser)
@@ -159,9 +155,7 @@ results.number("store_batch", batch, "examples in the storage example's batch")
 results.number("stored_values", base_values, "values reverse mode stores for the storage example")
 results.number("stored_bytes", 8 * base_values, "bytes of those values in float64")
 results.number("store_params", base_n, "parameters of the storage example")
-results.number(
-    "store_per_unit", base_values / (depth * width * batch), "stored values / (depth x width x batch)"
-)
+results.number("store_per_unit", base_values / (depth * width * batch), "stored / (depth width batch)")
 ratios = {key: storage[key][0] / base_values for key in ("depth", "batch", "width")}
 for key, ratio in ratios.items():
     results.number(f"store_ratio_{key}", ratio, f"stored: {key} doubled / base")
@@ -232,12 +226,8 @@ results.number("ckpt_segment", int(np.sqrt(deep)), "layers per checkpointed segm
 results.number("ckpt_plain_values", plain_values, "plain reverse mode: values stored")
 results.number("ckpt_values", peak, "checkpointed: most values held at once")
 results.number("ckpt_plain_cost", plain_flops.total / one_evaluation.total, "plain: flops / one evaluation")
-results.number(
-    "ckpt_cost", checkpointed_flops.total / one_evaluation.total, "checkpointed: flops / one evaluation"
-)
-results.number(
-    "ckpt_difference", difference, "largest |plain - checkpointed| gradient entry", rtol=0, atol=1e-12
-)
+results.number("ckpt_cost", checkpointed_flops.total / one_evaluation.total, "checkpointed: flops / one eval")
+results.number("ckpt_difference", difference, "largest |plain - checkpointed| entry", rtol=0, atol=1e-12)
 extra = (checkpointed_flops.total - plain_flops.total) / one_evaluation.total
 results.claim(
     "ckpt_tradeoff",
