@@ -10,7 +10,8 @@ Quoted by docs/what-backprop-computes.md.
 # Every gradient on this site is computed by `gradlab.engine`, a reverse-mode engine of a few
 # hundred lines. Check it against three other methods. Forward mode pushes a tangent through the
 # computation alongside the value; it uses the same local derivative formulas as the engine
-# (tanh' = 1 - tanh², sigmoid'(x) = sigmoid(x) sigmoid(-x)), so it checks the graph bookkeeping, not the rules.
+# (tanh' = 1 - tanh², sigmoid'(x) = sigmoid(x) sigmoid(-x)), so it checks the graph bookkeeping,
+# not the rules.
 # Central differences evaluate the function at $x \pm h e_k$ and the complex step reads the
 # derivative off $\operatorname{Im} f(x + i h e_k) / h$: they use no derivative rule at all, so
 # they are the independent witnesses of the rules. Every experiment runs on five seeds.
