@@ -2,7 +2,7 @@
 
 A single recurrent unit, x_t = w sigmoid(x_{t-1}) + b, iterated T times, has a loss that is
 flat on both sides of a steep wall in the bias b. One plain gradient-descent step taken at the
-wall jumps far past the minimum; the same step with the gradient's norm clipped lands near it.
+wall jumps far past the minimum; the same step with the gradient's norm clipped lowers the loss.
 Then the tanh RNN of through_time.py, on five seeds: its gradient clipped by norm and by entry
 (min-char-rnn's +-5) at the same threshold. Quoted by docs/gradients-through-time.md.
 """
@@ -80,6 +80,14 @@ results.number("clipped_loss_after", loss_at(clipped_b), "loss after the clipped
 plateau, right = (engine.grad(loss, [np.array([WALL + side])])[0].item() for side in (-1.0, 1.0))
 results.number("plateau_gradient", plateau, "dL/db one unit left of the wall", rtol=1e-4)
 results.number("right_gradient", right, "dL/db one unit right of the wall", rtol=1e-4)
+# the fair alternative to clipping: a learning rate small enough that the plain wall step is no longer
+# than the clipped one; on the plateau it then moves b |g_wall| / c times less than the clipped step
+matched_lr = args.lr * args.clip / abs(gradient.item())
+matched_plateau_step = matched_lr * abs(plateau)
+clipped_plateau_step = args.lr * min(abs(plateau), args.clip)
+results.number("matched_lr", matched_lr, "learning rate whose plain wall step is as long as the clipped one")
+results.number("matched_plateau_step", matched_plateau_step, "|plain step| at matched_lr, one unit left")
+results.number("clipped_plateau_step", clipped_plateau_step, "|clipped step| at lr, one unit left")
 # rounding-level disagreements: an atol that still fails if a method breaks (central differences
 # resolve a wall of slope ~1e3 with a step of ~6e-6 only to ~1e-6 relative)
 ATOL = {"forward": 1e-9, "complex": 1e-9, "central": 1e-4}
@@ -111,6 +119,13 @@ for name, holds, statement, values in (
         max(agreement["forward"], agreement["complex"]) < 1e-12 and agreement["central"] < 1e-4,
         "Forward mode and the complex step agree with reverse mode to 1e-12, central differences to 1e-4.",
         agreement,
+    ),
+    (
+        "small_learning_rate_crawls_on_the_plateau",
+        clipped_plateau_step > 100 * matched_plateau_step,
+        "With the learning rate that makes the plain wall step as short as the clipped one, the plain step "
+        "one unit left of the wall is over 100 times shorter than the clipped step there.",
+        {"matched": matched_plateau_step, "clipped": clipped_plateau_step},
     ),
     (
         "one_parameter_clippings_coincide",

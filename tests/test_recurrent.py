@@ -55,6 +55,11 @@ def test_truncation_error_is_the_share_beyond(net):
     full, cut = terms.sum(axis=0), rec.truncated(terms, 3)
     assert np.linalg.norm(full - cut) / np.linalg.norm(full) == pytest.approx(rec.share_beyond(terms, 3))
     assert rec.share_beyond(terms, 0) == pytest.approx(1.0)
+    summary = rec.lag_summary(net, 1.2, 1.0, 3)
+    assert summary["truncated_norm"] == pytest.approx(np.linalg.norm(cut))
+    assert summary["truncated_cosine"] == pytest.approx(
+        np.sum(cut * full) / np.linalg.norm(cut) / np.linalg.norm(full)
+    )
 
 
 def test_shifted_diagonal_has_radius_rho_and_grows_transiently():

@@ -211,16 +211,18 @@ def clip_summary(net, W, input_scale, c):
 
 
 def lag_summary(net, W, input_scale, k):
-    """{"weight_grad_norm": ||dL/dW_hh||_F, "share_beyond": share of lags >= k, "truncated_cosine":
-    cosine(truncated BPTT with window k, full), "lag_sum_error": normwise relative difference
-    between the sum of the lag terms and reverse mode's dL/dW_hh}."""
+    """{"weight_grad_norm": ||dL/dW_hh||_F, "share_beyond": share of lags >= k, "truncated_norm":
+    ||truncated BPTT with window k||_F, "truncated_cosine": its cosine with the full gradient,
+    "lag_sum_error": normwise relative difference between the sum of the lag terms and reverse
+    mode's dL/dW_hh}."""
     params, xs, h0, v = unpack(net, W, input_scale)
     terms = weight_gradient_by_lag(*params, xs, h0, v)
-    total = terms.sum(axis=0)
+    total, cut = terms.sum(axis=0), truncated(terms, k)
     return {
         "weight_grad_norm": np.linalg.norm(total),
         "share_beyond": share_beyond(terms, k),
-        "truncated_cosine": clipping.cosine([truncated(terms, k)], [total]),
+        "truncated_norm": np.linalg.norm(cut),
+        "truncated_cosine": clipping.cosine([cut], [total]),
         "lag_sum_error": check.normwise_rel_error([total], full_gradient(params, xs, h0, v)[:1]),
     }
 
