@@ -23,15 +23,12 @@ parser = snippet.parser(__doc__)
 parser.add_argument("--width", type=snippet.positive_int, default=8, help="hidden units per layer")
 parser.add_argument("--tiny-input", type=snippet.positive_float, default=1e-8, help="scale of one input")
 parser.add_argument("--loss-weight", type=snippet.positive_float, default=1e-6, help="a small loss weight")
-parser.add_argument(
-    "--kink-distance", type=snippet.positive_float, default=1e-7, help="ReLU input's distance to 0"
-)
+parser.add_argument("--kink-distance", type=snippet.positive_float, default=1e-7, help="ReLU's distance to 0")
 args, results = snippet.parse(parser)
 rng = np.random.default_rng(args.seed)
 normwise = check.normwise_rel_error  # ||g - g_ref|| / ||g_ref|| over all parameters
 
-X = rng.normal(size=(16, 4))
-y = rng.normal(size=(16, 1))
+X, y = rng.normal(size=(16, 4)), rng.normal(size=(16, 1))
 params = models.init_mlp([4, args.width, args.width, 1], "glorot", rng)
 
 
@@ -39,63 +36,75 @@ def loss(p, X=X, y=y):
     return ops.mean((models.mlp(p, X, "tanh") - y) ** 2)
 
 
-reference = engine.grad(loss, params)
 n_params = sum(p.size for p in params)
 results.number("n_params", n_params, "parameters of the small tanh network")
-agreement = check.compare(loss, params, ("reverse", "forward", "complex"))
-for method, name in (("complex", "complex step"), ("forward", "forward mode")):
-    about = f"reverse mode vs {name}, float64, largest relative error"
-    results.number(f"reference_vs_{method}", agreement[f"reverse vs {method}"], about, atol=1e-12)
 
 
 # %% [markdown]
 # ## The step-size trade-off
-# Central differences in float64 and float32 (the float32 reference is reverse mode in float64
-# on the same float32-rounded parameters, so only the arithmetic differs), and the complex step,
-# for steps h from 1 down to 1e-13.
+# On each seed's network: central differences in float64 and float32 (the float32 reference is
+# reverse mode in float64 on the same float32-rounded parameters, so only the arithmetic
+# differs), and the complex step, for steps h from 1 down to 1e-13.
 
 # %%
 steps = np.logspace(0, -13, 40)
-float32_min_step = 1e-6
+float32_min_step, tiny_step = 1e-6, 1e-200
 results.number("float32_min_step", float32_min_step, "smallest step tried in float32")
-params32 = [p.astype(np.float32) for p in params]
-reference32 = engine.grad(loss, [p.astype(np.float64) for p in params32])
-X32, y32 = X.astype(np.float32), y.astype(np.float32)
-errors = {"float64": [], "float32": [], "complex step": []}
-for h in steps:
-    errors["float64"].append(normwise(numerical.central_difference(loss, params, h=h), reference))
-    # below about eps * |x| a float32 step rounds away (x + h == x - h): no quotient to take
-    float32_ok = h >= float32_min_step
-    errors["float32"].append(
-        normwise(numerical.central_difference(lambda p: loss(p, X32, y32), params32, h=h), reference32)
-        if float32_ok
-        else np.nan
-    )
-    errors["complex step"].append(normwise(numerical.complex_step(loss, params, h=h), reference))
 
-best_h, best_error = {}, {}
-for name in ("float64", "float32"):
-    eps, best = np.finfo(name).eps, int(np.nanargmin(errors[name]))
-    best_h[name], best_error[name] = steps[best], errors[name][best]
-    for key, value, about, tolerance in (
-        ("best_h", best_h[name], "step with the smallest central-difference error", {"rtol": 1}),
-        ("best_error", best_error[name], "that smallest error", {"atol": 100 * eps ** (2 / 3)}),
-        ("theory_h", eps ** (1 / 3), "eps^(1/3), the step that balances the errors", {}),
-        ("eps", eps, "machine epsilon", {}),
-    ):
-        results.number(f"{key}_{name}", value, f"{about}, {name}", **tolerance)
-complex_worst = max(e for e, h in zip(errors["complex step"], steps, strict=True) if h <= 1e-7)
-results.number("complex_worst_error", complex_worst, "largest complex-step error for h <= 1e-7", atol=1e-13)
+
+def sweep(seed):
+    """One network's check errors against h, and reverse mode against forward mode/complex step."""
+    rng_s = np.random.default_rng(seed)
+    X_s, y_s = rng_s.normal(size=(16, 4)), rng_s.normal(size=(16, 1))
+    p64 = models.init_mlp([4, args.width, args.width, 1], "glorot", rng_s)
+    p32 = [p.astype(np.float32) for p in p64]
+    f64 = functools.partial(loss, X=X_s, y=y_s)
+    f32 = functools.partial(loss, X=X_s.astype(np.float32), y=y_s.astype(np.float32))
+    ref64, ref32 = engine.grad(f64, p64), engine.grad(f64, [p.astype(np.float64) for p in p32])
+    fd32 = [  # below about eps * |x| a float32 step rounds away (x + h == x - h): no quotient
+        normwise(numerical.central_difference(f32, p32, h=h), ref32) if h >= float32_min_step else np.nan
+        for h in steps
+    ]
+    return {
+        "float64": [normwise(numerical.central_difference(f64, p64, h=h), ref64) for h in steps],
+        "float32": fd32,
+        "complex step": [normwise(numerical.complex_step(f64, p64, h=h), ref64) for h in steps],
+        "agreement": check.compare(f64, p64, ("reverse", "forward", "complex")),
+        "tiny": normwise(numerical.complex_step(f64, p64, h=tiny_step), ref64),
+    }
+
+
+PRECISIONS = ("float64", "float32")
+sweeps = [sweep(seed) for seed in snippet.seeds(args.seed)]
+errors = {name: sweeps[0][name] for name in ("float64", "float32", "complex step")}  # figure: 1st seed
+best_h = {n: [steps[int(np.nanargmin(s[n]))] for s in sweeps] for n in PRECISIONS}
+best_error = {n: np.array([np.nanmin(s[n]) for s in sweeps]) for n in PRECISIONS}
+near_theory = []
+for n in PRECISIONS:
+    eps = np.finfo(n).eps
+    results.spread(f"best_h_{n}", best_h[n], f"step with the smallest check error, {n}", rtol=1)
+    results.spread(f"best_error_{n}", best_error[n], f"that error, {n}", atol=100 * eps ** (2 / 3))
+    results.number(f"theory_h_{n}", eps ** (1 / 3), f"eps^(1/3), the step that balances the errors, {n}")
+    results.number(f"eps_{n}", eps, f"machine epsilon, {n}")
+    near_theory += [0.1 < h / eps ** (1 / 3) < 10 for h in best_h[n]]
+    near_theory += [0.1 < e / eps ** (2 / 3) < 10 for e in best_error[n]]
+for m in ("complex", "forward"):
+    values = [s["agreement"][f"reverse vs {m}"] for s in sweeps]
+    results.spread(f"reference_vs_{m}", values, f"reverse mode vs {m}, largest relative error", atol=1e-12)
 eps_ratio = np.finfo(np.float32).eps / np.finfo(np.float64).eps
+predicted, ratio = float(eps_ratio) ** (2 / 3), best_error["float32"] / best_error["float64"]
 results.number("eps_ratio", eps_ratio, "float32 eps / float64 eps")
-about = "(float32 eps / float64 eps)^(2/3), the best-error ratio the eps^(2/3) rule predicts"
-results.number("predicted_error_ratio", float(eps_ratio) ** (2 / 3), about)
-about = "best float32 check error / best float64 check error"
-results.number("best_error_ratio", best_error["float32"] / best_error["float64"], about, rtol=1)
-tiny_step = 1e-200
-tiny_error = normwise(numerical.complex_step(loss, params, h=tiny_step), reference)
+results.number("predicted_error_ratio", predicted, "(float32 eps / float64 eps)^(2/3), the eps^(2/3) rule")
+results.spread("best_error_ratio", ratio, "best float32 check error / best float64 check error", rtol=1)
+complex_worst = max(e for s in sweeps for e, h in zip(s["complex step"], steps, strict=True) if h <= 1e-7)
+results.number("complex_worst_error", complex_worst, "largest complex-step error for h <= 1e-7", atol=1e-13)
 results.number("complex_tiny_h", tiny_step, "a step far below any cancellation threshold")
-results.number("complex_tiny_h_error", tiny_error, "complex-step error with that step", atol=1e-13)
+tiny_errors = [s["tiny"] for s in sweeps]
+results.spread("complex_tiny_h_error", tiny_errors, "complex-step error with that step", atol=1e-13)
+trade_off = all(near_theory) and all(0.2 < r / predicted < 5 for r in ratio) and complex_worst < 1e-13
+statement = "best h within 10x of eps^(1/3), best error within 10x of eps^(2/3), their ratio within 5x of"
+statement += " (eps32/eps64)^(2/3), on every seed; complex step < 1e-13 for every h <= 1e-7"
+results.claim("step_trade_off", bool(trade_off), statement, {"ratio": ratio})
 
 fig, ax = plt.subplots()
 for name, marker in zip(errors, "os^", strict=True):
@@ -105,19 +114,16 @@ cube_roots = [numerical.default_step(name) for name in ("float64", "float32")]
 ax.vlines(cube_roots, 0, 1, transform=ax.get_xaxis_transform(), colors=plot.PALETTE[4], linestyles=":", lw=1)
 ax.collections[-1].set_label("ε^(1/3), float64 and float32")
 ax.invert_xaxis()
-ax.set(
-    title="Gradient-check error against the step h",
-    xlabel="step h (log scale, shrinking →)",
-    ylabel="norm-wise relative error (log scale)",
-)
+ax.set(title="Gradient-check error against the step h", xlabel="step h (log scale, shrinking →)")
+ax.set_ylabel("norm-wise relative error (log scale)")
 ax.legend()
 results.figure(
     fig,
     "step_size",
-    alt=f"Central-difference error falls as h shrinks until rounding takes over, a V in each precision: "
-    f"smallest at h = {best_h['float64']:.0e} in float64 (eps^(1/3) = {cube_roots[0]:.1e}) and at "
-    f"h = {best_h['float32']:.0e} in float32 (eps^(1/3) = {cube_roots[1]:.1e}); the complex step's "
-    f"error stays below {complex_worst:.0e} for every h <= 1e-07.",
+    alt=f"First seed's network: central-difference error falls as h shrinks until rounding takes over, "
+    f"a V in each precision, smallest at h = {best_h['float64'][0]:.0e} in float64 (eps^(1/3) = "
+    f"{cube_roots[0]:.1e}) and {best_h['float32'][0]:.0e} in float32 (eps^(1/3) = {cube_roots[1]:.1e}); "
+    f"the complex step's error stays below {complex_worst:.0e} for every h <= 1e-07, on all seeds.",
 )
 
 # %% [markdown]
@@ -153,12 +159,7 @@ for key, value, about, tolerance in (
     ("kink_normwise_default_h", normwise_default, "norm-wise relative error, default step", {"rtol": 1e-3}),
     ("kink_normwise_small_h", normwise_small, "norm-wise relative error, the small step", {"atol": 1e-5}),
     ("kink_reverse_vs_forward", forward_error, "reverse vs forward mode at the same point", {"atol": 1e-12}),
-    (
-        "kink_complex_error",
-        complex_kink,
-        "norm-wise relative error, complex step (h = 1e-20)",
-        {"atol": 1e-13},
-    ),
+    ("kink_complex_error", complex_kink, "complex step (h = 1e-20), norm-wise error", {"atol": 1e-13}),
 ):
     results.number(key, value, about, **tolerance)
 
@@ -186,8 +187,7 @@ def sigmoid_loss(p, sigmoid=ops.sigmoid, X=X, weight=1.0):
 sig_params = [rng.normal(size=(4, 3)), np.zeros(3)]
 expected = numerical.central_difference(sigmoid_loss, sig_params)
 buggy_loss = functools.partial(sigmoid_loss, sigmoid=sigmoid_forgot_factor)
-buggy = engine.grad(buggy_loss, sig_params)
-correct = engine.grad(sigmoid_loss, sig_params)
+buggy, correct = engine.grad(buggy_loss, sig_params), engine.grad(sigmoid_loss, sig_params)
 bug_error, fixed_error = check.max_rel_error(buggy, expected), check.max_rel_error(correct, expected)
 results.number("bug_error", bug_error, "buggy rule vs central differences", rtol=1e-6)
 results.number("fixed_error", fixed_error, "correct rule vs central differences", atol=1e-7)
@@ -239,8 +239,8 @@ absolute_ok = p["absolute_buggy_small"] == p["gradcheck_buggy_small"] == n and p
 results.claim("absolute_misses_bug", absolute_ok, "atol 1e-5 passes the bug at the small weight only", p)
 mixed = [p[f"mixed_correct_{w}"] == n and p[f"mixed_buggy_{w}"] == 0 for w in ("unit", "small")]
 results.claim("mixed_right", all(mixed), "the mixed test, atol = 1e-6 max|g|, is right at both weights", p)
-separates = max(directional["correct"]) < 1e-7 and min(directional["buggy"]) > 1e-2
-results.claim("direction_separates", separates, "random direction: correct < 1e-7, buggy > 1e-2", directional)
+separates = max(directional["correct"]) < 1e-6 and min(directional["buggy"]) > 1e-2
+results.claim("direction_separates", separates, "random direction: correct < 1e-6, buggy > 1e-2", directional)
 straddles = args.kink_distance < numerical.default_step()
 kink_ok = complex_kink < 1e-14 and (normwise_default > 1e-3) == straddles
 results.claim("complex_step_at_kink", kink_ok, "complex step < 1e-14; default step > 1e-3 iff it straddles")
