@@ -23,7 +23,7 @@ parser.add_argument(
 )
 parser.add_argument("--radius", type=snippet.positive_float, default=0.2, help="radius r of the basin")
 args, results = snippet.parse(parser)
-GTOL = 1e-8
+GTOL, TR_RADIUS, SIGMA, PAIRS = 1e-8, 1.0, 1.0, 500  # trust region's first radius; the ES's settings
 
 
 def gaussian_well(params, scale=1.0):
@@ -50,8 +50,9 @@ runs = {
     "newton": optim.newton(fun, start, **stop),
     "bfgs": optim.bfgs(fun, start, **stop),
     "saddle_free_newton": optim.saddle_free_newton(fun, start, **stop),
-    "trust_region": optim.trust_region(fun, start, **stop),
+    "trust_region": optim.trust_region(fun, start, radius=TR_RADIUS, **stop),
 }
+results.number("trust_radius", TR_RADIUS, "the trust region's initial radius")
 results.number("start", args.start, "distance of the start from the minimum")
 results.number("start_grad_norm", runs["gd"].grad_norms[0], "|grad f| at the start")
 results.number("gtol", GTOL, "gradient tolerance")
@@ -74,6 +75,10 @@ results.claim("wolfe_two_steps", searched <= 2, claim, {"slowest": searched})
 claim = "with Armijo steps BFGS meets y^T s < 0 on the plateau; with strong-Wolfe steps never"
 holds = min(runs["bfgs_armijo"].curvatures) < 0 < min(runs["bfgs"].curvatures)
 results.claim("wolfe_curvature_positive", holds, claim, {"armijo": min(runs["bfgs_armijo"].curvatures)})
+# np.exp is not correctly rounded everywhere: a count is machine-independent if no stop is borderline
+margin = min(min(1 - t.grad_norms[-1] / GTOL, t.grad_norms[-2] / GTOL - 1) for t in runs.values())
+claim = "every run on the well stops with |grad f| and its previous value at least 10% away from gtol"
+results.claim("stops_not_borderline", margin > 0.1, claim, {"relative margin": margin})
 
 # %% [markdown]
 # Why Newton fails here: the curvature along the way in. Hessian-vector products $Hv$ by central
@@ -96,6 +101,7 @@ tiny = optim.reverse_mode(lambda p: gaussian_well(p, SCALE))
 newton_full, newton_tiny = optim.newton(fun, inside, gtol=GTOL), optim.newton(tiny, inside, gtol=SCALE * GTOL)
 gap = max(np.abs(a - b).max() for a, b in zip(newton_full.path, newton_tiny.path, strict=True))
 results.number("tiny_scale", SCALE, "scale of the scaled-down well")
+results.number("tiny_start", inside[0], "x_1 of the start inside the bowl")
 results.number("tiny_grad_norm", newton_tiny.grad_norms[0], "|grad| of the scaled well at (0.6, 0)")
 results.number("tiny_newton_iterations", newton_tiny.iterations, "Newton on the scaled well")
 results.number("tiny_first_step", np.linalg.norm(newton_tiny.path[1] - inside), "its first step's length")
@@ -171,7 +177,7 @@ results.claim("flat_stalls", holds, "every gradient is exactly 0 and no local me
 # %%
 in_basin = lambda x: flat_batch(x[None])[0] < radius**2  # noqa: E731
 restarts, fractions, es_runs, cosines, restart_costs = [], [], [], [], []
-DRAWS, samples = 20_000, int(np.ceil(500 * (0.2 / radius) ** 2))
+DRAWS, samples = 20_000, int(np.ceil(PAIRS * (0.2 / radius) ** 2))
 for seed in snippet.seeds(args.seed):
     rng, points = np.random.default_rng(seed), []
     while not points or not in_basin(trace.x):
@@ -180,7 +186,7 @@ for seed in snippet.seeds(args.seed):
         restart_costs.append(trace.evaluations + (restart_costs.pop() if len(points) > 1 else 0))
     restarts.append(len(points))
     fractions.append(np.mean(np.linalg.norm(rng.uniform(-1, 1, (DRAWS, 2)) - centre, axis=1) < radius))
-    es_runs.append(optim.evolution_strategy(flat_batch, outside, 1.0, radius, samples, rng, in_basin))
+    es_runs.append(optim.evolution_strategy(flat_batch, outside, SIGMA, radius, samples, rng, in_basin))
     first = es_runs[-1].path[1] - outside
     cosines.append(first @ (centre - outside) / np.linalg.norm(first) / np.linalg.norm(centre - outside))
     if seed == snippet.seeds(args.seed)[0]:
@@ -191,6 +197,8 @@ results.number("restarts_expected", expected, "expected restarts 4 / (pi r^2)")
 results.number("radius", radius, "radius of the basin")
 results.spread("hit_fraction", fractions, "fraction of the uniform draws inside the basin")
 results.number("draws", DRAWS, "uniform draws for the hit fraction")
+results.number("es_sigma", SIGMA, "the evolution strategy's smoothing sigma")
+results.number("es_pairs", samples, "antithetic pairs per ES step, 500 (0.2 / r)^2")
 p = np.pi * radius**2 / 4
 results.number("hit_probability", p, "pi r^2 / 4")
 sd = np.sqrt(p * (1 - p) / DRAWS)

@@ -494,7 +494,12 @@ def quadratic_iterations(A, x0, method, lrs, beta=0.0, rtol=1e-6, max_iter=10_00
     return hit
 
 
-def minibatch_least_squares(X, y, method, lrs, steps, batch, rng, tail=0.2):
+# The minibatch experiment's design: features, the ratio of the largest to the smallest feature
+# scale, steps, batch size, and the fraction of the last steps the excess loss is averaged over.
+MINIBATCH = {"features": 10, "scale_span": 100.0, "steps": 1000, "batch": 16, "tail": 0.2}
+
+
+def minibatch_least_squares(X, y, method, lrs, steps, batch, rng, tail=MINIBATCH["tail"]):
     """Minibatch SGD or Adam on L(w) = mean((X w - y)^2) / 2 from w = 0, for every step size in
     `lrs` at once (the same minibatches for all of them). Returns the excess loss
     L(w) - min L averaged over the last `tail` fraction of the steps (inf if a run diverged):
@@ -514,7 +519,9 @@ def minibatch_least_squares(X, y, method, lrs, steps, batch, rng, tail=0.2):
     return np.nan_to_num(total / counted - minimum, nan=np.inf)
 
 
-def scaled_regression(seed, rotated, n=512, d=10, smallest_scale=0.01, noise=0.1):
+def scaled_regression(
+    seed, rotated, n=512, d=MINIBATCH["features"], smallest_scale=1 / MINIBATCH["scale_span"], noise=0.1
+):
     """Least-squares data whose d features have scales from 1 down to `smallest_scale` (Hessian
     condition number about smallest_scale^-2), optionally rotated by a random orthogonal matrix
     (the same function in rotated coordinates): (X, y, the generator, to draw minibatches)."""
@@ -543,7 +550,7 @@ def _smallest(counts):
     return float(np.min(counts))
 
 
-def tuned_minibatch_losses(seeds, rotated, method, lrs, steps=1000, batch=16):
+def tuned_minibatch_losses(seeds, rotated, method, lrs, steps=MINIBATCH["steps"], batch=MINIBATCH["batch"]):
     """`minibatch_least_squares` on `scaled_regression(seed, rotated)` for every seed; the step
     size is the one in `lrs` with the lowest MEDIAN loss over the seeds (one tuned value for
     all seeds). Returns the per-seed losses at that step size and the step size."""
