@@ -21,7 +21,7 @@ import inspect
 
 import matplotlib.pyplot as plt
 import numpy as np
-from gradlab import check, engine, models, ops, seeded_mlp, snippet
+from gradlab import check, engine, models, numerical, ops, seeded_mlp, snippet
 from matplotlib.ticker import PercentFormatter
 
 parser = snippet.parser(__doc__)
@@ -99,35 +99,35 @@ for key, (label, _) in SETTINGS.items():
     results.spread(f"dead_start_{key}", start, f"{label}: dead fraction at step 0")
     results.spread(f"dead_end_{key}", end, f"{label}: dead fraction at the end")
     results.spread(f"loss_{key}", relative, f"{label}: final training loss / Var(y)")
-    claim_all(f"trains_{key}", relative < 1, f"{label}: final loss finite and below Var(y).", loss=relative)
+    claim_all(f"trains_{key}", relative < 1, f"{label}: final loss below Var(y) on every seed.", l=relative)
 
 # %%
 large, small, leaky = (runs[key][1] for key in ("lr_large", "lr_small", "leaky"))
 counts = large.sum(axis=2)  # (count, seed)
-claim_all(
-    "large_kills_more", counts[-1] > 2 * small[-1].sum(1), "Over 2x the small step's dead.", n=counts[-1]
-)
 results.spread("dead_units_start_lr_large", counts[0], "large step: dead units at step 0")
 results.spread("dead_units_first_lr_large", counts[1], f"large step: dead units at step {COUNT_EVERY}")
 results.spread("dead_units_end_lr_large", counts[-1], "large step: dead units at the end")
-claim_all("dies_early", counts[1] > 0.6 * counts[-1], "Most are dead at the first count.", first=counts[1])
 drift = np.abs(small[-1].sum(1) - small[0].sum(1))
 small_drift = results.number("small_drift_units", 4, "small step: bound on |dead at end - at start|")
-claim_all(
-    "small_near_init", drift <= small_drift, "Small step: dead count stays near its start.", drift=drift
-)
 layer2 = large[-1][:, sizes[1] :].sum(1)
 results.spread("dead_layer2_share", layer2 / counts[-1], "large step: share of dead units in layer 2")
-claim_all("mostly_layer2", layer2 > 0.9 * counts[-1], "More than 90% of them are in layer 2.", layer2=layer2)
-loss_bias, loss_small = (runs[key][2] / variance for key in ("bias_negative", "lr_small"))
-claim_all("bias_costs", loss_bias > loss_small, "Bias -1 ends above bias 0's loss.", bias=loss_bias)
-median_loss = {key: float(np.median(runs[key][2] / variance)) for key in ("lr_large", "lr_small")}
-results.claim(
-    "dead_cost_nothing",
-    median_loss["lr_large"] < median_loss["lr_small"],
-    "Despite its dead units, the large step's median final loss is below the small step's.",
-    median_loss,
-)
+loss_large, loss_small, loss_bias = (runs[k][2] / variance for k in ("lr_large", "lr_small", "bias_negative"))
+results.number("large_lower_loss_seeds", np.sum(loss_large < loss_small), "seeds: large loss < small")
+for name, holds, statement, values in [
+    ("large_kills_more", counts[-1] > 2 * small[-1].sum(1), "The large step ends with more than twice as "
+     "many dead units as the small step, on every seed.", counts[-1]),
+    ("dies_early", counts[1] > 0.6 * counts[-1], f"With the large step, most of the units dead at the end "
+     f"are dead at step {COUNT_EVERY} already, on every seed.", counts[1]),
+    ("small_near_init", drift <= small_drift, f"With the small step the dead count ends within {small_drift} "
+     "units of its start, on every seed.", drift),
+    ("mostly_layer2", layer2 > 0.9 * counts[-1], "With the large step more than 90% of the dead units sit in "
+     "the second hidden layer, on every seed.", layer2),
+    ("bias_costs", loss_bias > loss_small, f"Bias {args.bias:g} ends with a higher loss than bias 0 at the "
+     "same step, on every seed.", loss_bias),
+    ("dead_cost_nothing", np.median(loss_large) < np.median(loss_small), "The large step's median final loss "
+     "is below the small step's, despite its dead units.", [np.median(loss_large), np.median(loss_small)]),
+]:  # fmt: skip
+    claim_all(name, holds, statement, values=values)
 
 # %% [markdown]
 # Do units come back? Of the units negative on every input at step 100, the share that is
@@ -140,8 +140,9 @@ for key, history in (("relu", large), ("leaky", leaky)):
     earlier, now = history[revive_from], history[-1]
     back = (earlier & ~now).sum(1) / np.maximum(earlier.sum(1), 1)
     results.spread(f"revived_{key}", back, f"{key}: share of step-{COUNTS[revive_from]} dead units back")
-    claim_all(f"few_revive_{key}", back < 0.5, f"{key}: fewer than half come back.", share_back=back)
-claim_all("leaky_stays_negative", leaky[-1].mean(1) > 0.1, "Leaky: over 10% negative.", end=leaky[-1].mean(1))
+    claim_all(f"few_revive_{key}", back < 0.5, f"{key}: fewer than half come back, on every seed.", b=back)
+claim_all("leaky_stays_negative", leaky[-1].mean(1) > 0.1, f"Leaky ReLU at η = {args.lr:g} ends with more "
+          "than 10% of its units negative on every input, on every seed.", end=leaky[-1].mean(1))  # fmt: skip
 
 # %%
 fig, ax = plt.subplots()
@@ -149,11 +150,8 @@ for key, (label, _) in SETTINGS.items():
     fraction = runs[key][1].mean(axis=2)  # (count, seed)
     line = ax.plot(COUNTS, fraction[:, 0], label=label)
     ax.fill_between(COUNTS, fraction.min(1), fraction.max(1), color=line[0].get_color(), alpha=0.2)
-ax.set(
-    title="Hidden units negative on every training input",
-    xlabel="SGD step",
-    ylabel="units with z ≤ 0 on all inputs (% of all)",
-)
+ax.set(title="Hidden units negative on every training input", xlabel="SGD step",
+       ylabel="units with z ≤ 0 on all inputs (% of all)")  # fmt: skip
 ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
 legend = dict(fontsize="x-small", title_fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.15))
 ax.legend(title=f"lines: seed {seeds[0]}; bands: range over {len(seeds)} seeds", ncol=2, **legend)
@@ -197,24 +195,26 @@ results.number("checked_layer2", min(checked_layer2, len(dead2)), "dead layer-2 
 
 # %%
 zs, hs, _ = seeded_mlp.forward([p[None] for p in params], X[:1], 0.0)
-closest = max(float(z[0][:, d].max()) for z, d in zip(zs, [dead1, dead2], strict=True) if len(d))
-step = np.finfo(float).eps ** (1 / 3) * max(1.0, *(float(np.abs(p).max()) for p in params[:4]))
-largest_move = step * max(1.0, float(np.abs(X[0]).max()), float(hs[0].max()))
-results.number("dead_closest_z", closest, "largest pre-activation of a dead unit over the data", rtol=1e-4)
-results.number("h_largest_move", largest_move, "bound on the change of z by one central step", rtol=1e-3)
-results.claim("stays_dead", closest + largest_move < 0, "A central step cannot wake a dead unit.", {})
+z_top, move = [], []  # per checked unit: largest z over the data; largest change of z by one step
+for layer, units in enumerate([dead1, dead2[:checked_layer2]]):
+    inputs = np.append(np.abs([X[0], hs[0][0]][layer]).max(0), 1.0)  # the bias's "input" is 1
+    for j in units:
+        entries = np.append(params[2 * layer][:, j], params[2 * layer + 1][j])
+        move.append(float((numerical.default_step() * np.maximum(1, np.abs(entries)) * inputs).max()))
+        z_top.append(float(zs[layer][0][:, j].max()))
+results.number("dead_closest_z", max(z_top), "checked dead units: largest z over the data", rtol=1e-4)
+results.number("h_largest_move", max(move), "largest change of z by one central step", rtol=1e-3)
+results.claim("stays_dead", max(z + m for z, m in zip(z_top, move, strict=True)) < 0, "No central-difference "
+              "step moves a checked dead unit's z above 0 on any input.",
+              {"z": z_top, "move": move})  # fmt: skip
 live1 = np.flatnonzero(~large[-1][0][: sizes[1]])[:8]
 live = check.compare(*seeded_mlp.loss_of_units(params, X[0], y[0], [live1]))
 exact = max(live["reverse vs forward"], live["reverse vs complex"])
 results.number("check_max_disagreement", exact, "live units: reverse vs forward/complex", atol=1e-6)
 results.number("check_central_disagreement", live["reverse vs central"], "live: vs central", atol=1e-6)
-results.claim(
-    "live_agree",
-    exact < 1e-10 and live["reverse vs central"] < 1e-5,
-    "On live units reverse mode agrees with forward mode and the complex step to 1e-10, "
-    "with central differences to 1e-5.",
-    live,
-)
+results.claim("live_agree", exact < 1e-10 and live["reverse vs central"] < 1e-5, "On live units reverse mode "
+              "agrees with forward mode and the complex step to 1e-10, with central differences to 1e-5.",
+              live)  # fmt: skip
 
 # %% [markdown]
 # Leaky ReLU at the large step: its units negative on every input still get gradient, through
@@ -231,12 +231,9 @@ for name, units2 in (("reverse", negative2), ("central", negative2[:checked_laye
     per_unit[name] = np.concatenate([np.vstack(grads[:2]).max(0), np.vstack(grads[2:]).max(0)])
     results.number(f"leaky_grad_min_{name}", per_unit[name].min(), f"{name}: min per-unit max |g|", rtol=1e-3)
 results.number("leaky_negative_units", len(per_unit["reverse"]), "that seed, leaky: negative everywhere")
-results.claim(
-    "leaky_no_zero_grad",
-    all(bool(np.all(v > 0)) for v in per_unit.values()),
-    "Leaky ReLU: no unit has zero gradient, by reverse mode and by central differences.",
-    {name: v.min() for name, v in per_unit.items()},
-)
+results.claim("leaky_no_zero_grad", all(bool(np.all(v > 0)) for v in per_unit.values()), "Leaky ReLU: no "
+              "negative unit has a zero gradient, by reverse mode and by central differences.",
+              {name: v.min() for name, v in per_unit.items()})  # fmt: skip
 
 # %%
 results.save()
