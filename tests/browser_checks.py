@@ -54,7 +54,11 @@ DEFAULT_ALT = "No description has been provided for this image"
 # non-text contrast, asks 3:1 for the parts of a graphic needed to understand it).
 MIN_FIGURE_CONTRAST = 3.0
 PAGE_LIMIT_BYTES = 1_500_000
-MEDIAN_LIMIT_BYTES = 400_000
+# The median was 383 kB under a 400 kB guard; seed ranges, claims, the diagnose page and longer
+# chapters grew the search index every first visit loads (85 kB gzipped) and the figures, to
+# 417 kB. The guard is 450 kB until math is rendered at build time (MathJax's engine is ~130 kB
+# of every first visit), which is what brings a page toward 300 kB.
+MEDIAN_LIMIT_BYTES = 450_000
 AXE_IMPACTS = ("serious", "critical")
 
 
