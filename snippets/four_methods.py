@@ -115,7 +115,7 @@ results.number("rnn_steps", args.steps, "time steps of the RNN")
 # dominated by the smallest gradient entries. The *scaled* one divides the largest
 # $|a_k - b_k|$ by the largest $|a_k|$. Forward mode and the complex step subtract no nearly
 # equal numbers, so they agree to a few units of the last place; central differences carry
-# truncation and rounding errors near $\epsilon^{2/3} \approx 10^{-10}$ relative to the
+# truncation and rounding errors near $\epsilon^{2/3} \approx 4 \times 10^{-11}$ relative to the
 # gradient's scale (see `gradlab/numerical.py`). The claims below fail the run if a method is
 # off by more than rounding explains, on any seed.
 
@@ -153,6 +153,18 @@ results.claim(
     all(value < tolerance[key[1]] for key, value in worst_scaled.items()),
     "Scaled: forward and complex within 1e-12 of the gradient's scale, central within 1e-8.",
     {"/".join(key): value for key, value in worst_scaled.items()},
+)
+eps23 = np.finfo(float).eps ** (2 / 3)
+central_factor = max(worst_scaled[(k, "central", "scaled")] for k in ("mlp", "rnn")) / eps23
+results.number("eps_two_thirds", eps23, "float64 machine epsilon to the power 2/3")
+results.number(
+    "central_over_eps23", central_factor, "largest central scaled error / eps^(2/3)", rtol=0, atol=50
+)
+results.claim(
+    "central_near_eps23",
+    central_factor < 100,
+    "Central differences' scaled error stays within 100 eps^(2/3) on every seed: truncation and rounding.",
+    {"factor": central_factor},
 )
 results.claim(
     "central_elementwise_larger",
