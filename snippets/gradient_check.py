@@ -16,7 +16,7 @@ import itertools
 
 import matplotlib.pyplot as plt
 import numpy as np
-from gradlab import check, engine, models, numerical, ops, plot, snippet
+from gradlab import check, engine, models, numerical, ops, planted, plot, snippet
 from gradlab.tolerance import all_close, directional_check, random_direction
 
 parser = snippet.parser(__doc__)
@@ -25,18 +25,16 @@ parser.add_argument("--tiny-input", type=snippet.positive_float, default=1e-8, h
 parser.add_argument("--loss-weight", type=snippet.positive_float, default=1e-6, help="a small loss weight")
 parser.add_argument("--kink-distance", type=snippet.positive_float, default=1e-7, help="ReLU's distance to 0")
 args, results = snippet.parse(parser)
-rng = np.random.default_rng(args.seed)
 normwise = check.normwise_rel_error  # ||g - g_ref|| / ||g_ref|| over all parameters
 
-X, y = rng.normal(size=(16, 4)), rng.normal(size=(16, 1))
-params = models.init_mlp([4, args.width, args.width, 1], "glorot", rng)
 
-
-def loss(p, X=X, y=y):
+def loss(p, X, y):
     return ops.mean((models.mlp(p, X, "tanh") - y) ** 2)
 
 
-n_params = sum(p.size for p in params)
+n_params = sum(
+    p.size for p in models.init_mlp([4, args.width, args.width, 1], "glorot", np.random.default_rng())
+)
 results.number("n_params", n_params, "parameters of the small tanh network")
 
 
@@ -128,73 +126,67 @@ results.figure(
 
 # %% [markdown]
 # ## A kink fools the check
-# A ReLU network with one hidden pre-activation moved to `--kink-distance` from zero. A
-# central difference with a step larger than that distance straddles the kink.
+# On each seed, a ReLU network with one hidden pre-activation moved to `--kink-distance` from
+# zero. A central difference with a step larger than that distance straddles the kink.
 
 # %%
-relu_params = models.init_mlp([4, args.width, 1], "he", rng)
-x_one = X[:1]
-z = x_one @ relu_params[0] + relu_params[1]
-unit = int(np.argmin(np.abs(z)))
-relu_params[1][unit] -= z[0, unit] - args.kink_distance  # pre-activation now = +kink_distance
-
-
-def relu_loss(p):
-    return ops.sum(models.mlp(p, x_one, "relu") ** 2)
-
-
 small_step_factor = 100
-relu_reference = engine.grad(relu_loss, relu_params)
-default = numerical.central_difference(relu_loss, relu_params)
-small = numerical.central_difference(relu_loss, relu_params, h=args.kink_distance / small_step_factor)
-kink_error = check.max_rel_error(relu_reference, default)
-normwise_default, normwise_small = normwise(default, relu_reference), normwise(small, relu_reference)
-forward_error = check.max_rel_error(relu_reference, check.METHODS["forward"](relu_loss, relu_params))
-complex_kink = normwise(numerical.complex_step(relu_loss, relu_params), relu_reference)  # h = 1e-20
-for key, value, about, tolerance in (
-    ("kink_distance", args.kink_distance, "distance of the chosen pre-activation from the kink", {}),
-    ("kink_default_h", numerical.default_step(), "default central-difference step at |x| <= 1", {}),
-    ("kink_error_default_h", kink_error, "largest relative error, default step", {"rtol": 1e-3}),
-    ("kink_small_step_factor", small_step_factor, "how much smaller than the distance the small step is", {}),
-    ("kink_normwise_default_h", normwise_default, "norm-wise relative error, default step", {"rtol": 1e-3}),
-    ("kink_normwise_small_h", normwise_small, "norm-wise relative error, the small step", {"atol": 1e-5}),
-    ("kink_reverse_vs_forward", forward_error, "reverse vs forward mode at the same point", {"atol": 1e-12}),
-    ("kink_complex_error", complex_kink, "complex step (h = 1e-20), norm-wise error", {"atol": 1e-13}),
+KINK_SPREADS = (
+    ("error_default_h", "largest relative error, default step", {"rtol": 1e-3}),
+    ("normwise_default_h", "norm-wise relative error, default step", {"rtol": 1e-3}),
+    ("normwise_small_h", "norm-wise relative error, the small step", {"atol": 1e-5}),
+    ("forward", "reverse vs forward mode at the same point", {"atol": 1e-12}),
+    ("complex", "complex step (h = 1e-20), norm-wise error", {"atol": 1e-13}),
+)
+kink = {key: [] for key, _, _ in KINK_SPREADS}
+for seed in snippet.seeds(args.seed):
+    rng_k = np.random.default_rng(seed)
+    x_one = rng_k.normal(size=(1, 4))
+    relu_params, relu_loss = planted.relu_net_near_kink(x_one, args.width, args.kink_distance, rng_k)
+    ref = engine.grad(relu_loss, relu_params)
+    default = numerical.central_difference(relu_loss, relu_params)
+    small = numerical.central_difference(relu_loss, relu_params, h=args.kink_distance / small_step_factor)
+    kink["error_default_h"].append(check.max_rel_error(ref, default))
+    kink["normwise_default_h"].append(normwise(default, ref))
+    kink["normwise_small_h"].append(normwise(small, ref))
+    kink["forward"].append(check.max_rel_error(ref, check.METHODS["forward"](relu_loss, relu_params)))
+    kink["complex"].append(normwise(numerical.complex_step(relu_loss, relu_params), ref))  # h = 1e-20
+for key, value, about in (
+    ("kink_distance", args.kink_distance, "distance of the chosen pre-activation from the kink"),
+    ("kink_default_h", numerical.default_step(), "default central-difference step at |x| <= 1"),
+    ("kink_small_step_factor", small_step_factor, "how much smaller than the distance the small step is"),
 ):
-    results.number(key, value, about, **tolerance)
+    results.number(key, value, about)
+for key, about, tolerance in KINK_SPREADS:
+    results.spread(f"kink_{key}", kink[key], about, **tolerance)
 
 # %% [markdown]
 # ## A planted bug
-# A sigmoid whose backward rule forgot the factor $(1-\sigma)$: the check against central
-# differences catches it; the correct rule passes.
+# A sigmoid whose backward rule forgot the factor $(1-\sigma)$ (`gradlab.planted`), on each seed's
+# sigmoid layer: the check against central differences catches it; the correct rule passes.
+
 
 # %%
-
-
-def sigmoid_forgot_factor(t):
-    """The sigmoid, with a reverse-mode rule that forgot the factor (1 - y)."""
-    if not isinstance(t, engine.Tensor):
-        return ops.sigmoid(t)  # the other methods see the function itself
-    y = 1 / (1 + np.exp(-t.data))
-    return t._unary("sigmoid (buggy)", y, lambda x, y: y)  # should be y * (1 - y)
-
-
-def sigmoid_loss(p, sigmoid=ops.sigmoid, X=X, weight=1.0):
+def sigmoid_loss(p, X, sigmoid=ops.sigmoid, weight=1.0):
     W, b = p
     return weight * ops.mean((sigmoid(X @ W + b) - 0.5) ** 2)
 
 
-sig_params = [rng.normal(size=(4, 3)), np.zeros(3)]
-expected = numerical.central_difference(sigmoid_loss, sig_params)
-buggy_loss = functools.partial(sigmoid_loss, sigmoid=sigmoid_forgot_factor)
-buggy, correct = engine.grad(buggy_loss, sig_params), engine.grad(sigmoid_loss, sig_params)
-bug_error, fixed_error = check.max_rel_error(buggy, expected), check.max_rel_error(correct, expected)
-results.number("bug_error", bug_error, "buggy rule vs central differences", rtol=1e-6)
-results.number("fixed_error", fixed_error, "correct rule vs central differences", atol=1e-7)
-orders = round(float(np.log10(bug_error / fixed_error)))
-results.number("bug_orders_of_magnitude", orders, "orders of magnitude between the two errors")
-results.claim("bug_separated", orders >= 6, "the bug's error is at least 1e6 times the correct one's")
-try:
+bug_error, fixed_error = [], []
+for seed in snippet.seeds(args.seed):
+    rng_b = np.random.default_rng(seed)
+    f = functools.partial(sigmoid_loss, X=rng_b.normal(size=(16, 4)))
+    sig_params = [rng_b.normal(size=(4, 3)), np.zeros(3)]
+    buggy_loss = functools.partial(f, sigmoid=planted.sigmoid_forgot_factor)
+    expected = numerical.central_difference(f, sig_params)
+    bug_error.append(check.max_rel_error(engine.grad(buggy_loss, sig_params), expected))
+    fixed_error.append(check.max_rel_error(engine.grad(f, sig_params), expected))
+results.spread("bug_error", bug_error, "buggy rule vs central differences", rtol=1e-6)
+results.spread("fixed_error", fixed_error, "correct rule vs central differences", atol=1e-7)
+orders = int(np.floor(np.log10(min(bug_error) / max(fixed_error))))
+results.number("bug_orders_of_magnitude", orders, "orders of magnitude, least bug error / most correct")
+results.claim("bug_separated", orders >= 6, "on every seed the bug's error is >= 1e6 times the correct one's")
+try:  # the last seed's check, as assert_gradients_close reports it
     check.assert_gradients_close(buggy_loss, sig_params, rtol=1e-6, methods=("central",))
 except AssertionError as failure:
     print(failure)
@@ -214,7 +206,7 @@ for seed, weight in itertools.product(snippet.seeds(args.seed), (1.0, args.loss_
     f = functools.partial(sigmoid_loss, X=X_t, weight=weight)
     central = numerical.central_difference(f, p_t)
     grads = {"correct": engine.grad(f, p_t)}
-    grads["buggy"] = engine.grad(functools.partial(f, sigmoid=sigmoid_forgot_factor), p_t)
+    grads["buggy"] = engine.grad(functools.partial(f, sigmoid=planted.sigmoid_forgot_factor), p_t)
     atol_mixed = 1e-6 * max(np.abs(c).max() for c in central)  # mixed: atol from the gradient's scale
     for (test, (rtol, atol)), (rule, g) in itertools.product(TESTS.items(), grads.items()):
         key = f"{test}_{rule}_{'unit' if weight == 1.0 else 'small'}"
@@ -242,7 +234,7 @@ results.claim("mixed_right", all(mixed), "the mixed test, atol = 1e-6 max|g|, is
 separates = max(directional["correct"]) < 1e-6 and min(directional["buggy"]) > 1e-2
 results.claim("direction_separates", separates, "random direction: correct < 1e-6, buggy > 1e-2", directional)
 straddles = args.kink_distance < numerical.default_step()
-kink_ok = complex_kink < 1e-14 and (normwise_default > 1e-3) == straddles
+kink_ok = max(kink["complex"]) < 1e-14 and all((e > 1e-3) == straddles for e in kink["normwise_default_h"])
 results.claim("complex_step_at_kink", kink_ok, "complex step < 1e-14; default step > 1e-3 iff it straddles")
 
 # %%
