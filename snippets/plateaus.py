@@ -77,7 +77,7 @@ holds = min(runs["bfgs_armijo"].curvatures) < 0 < min(runs["bfgs"].curvatures)
 results.claim("wolfe_curvature_positive", holds, claim, {"armijo": min(runs["bfgs_armijo"].curvatures)})
 # np.exp is not correctly rounded everywhere: a count is machine-independent if no stop is borderline
 margin = min(min(1 - t.grad_norms[-1] / GTOL, t.grad_norms[-2] / GTOL - 1) for t in runs.values())
-claim = "every run on the well stops with |grad f| and its previous value at least 10% away from gtol"
+claim = "every run on the well stops with its last two gradient norms at least 10% away from the tolerance"
 results.claim("stops_not_borderline", margin > 0.1, claim, {"relative margin": margin})
 
 # %% [markdown]
