@@ -148,8 +148,8 @@ for name, holds, statement, values in [
 # %% [markdown]
 # ## Training a linear predictor, on each seed
 # $\hat y = X w$. Most samples use features 1 and 2 and start with errors mostly below 1; a
-# few rare samples use feature 3 alone, whose weight starts at 0 (its true value is 3), so
-# they start with errors far above 1. Full-batch gradient descent on each loss, and on the
+# few rare samples use feature 3 alone, whose weight starts far from its true value, so they
+# start with errors far above 1. Full-batch gradient descent on each loss, and on the
 # squared error with each sample's gradient clipped to $[-1, 1]$ before the update.
 
 # %%

@@ -64,11 +64,6 @@ def _loss_and_gradient(loss, w, b, x, y):
     ]
 
 
-def accuracy(w, b, x, y):
-    """Share of points whose predicted class (z > 0) is the label."""
-    return np.mean((w * x + b > 0) == (y > 0), axis=-1, keepdims=True)
-
-
 def closed_form_error(w, b, x, y):
     """Largest relative disagreement, over both losses, between `mean_gradient` and the engine's
     reverse mode through ``losses.sigmoid_squared_error`` / ``losses.binary_cross_entropy_from_logits``."""
