@@ -116,8 +116,8 @@ results.number("large_lower_loss_seeds", np.sum(loss_large < loss_small), "seeds
 for name, holds, statement, values in [
     ("large_kills_more", counts[-1] > 2 * small[-1].sum(1), "The large step ends with more than twice as "
      "many dead units as the small step, on every seed.", counts[-1]),
-    ("dies_early", counts[1] > 0.6 * counts[-1], f"With the large step, most of the units dead at the end "
-     f"are dead at step {COUNT_EVERY} already, on every seed.", counts[1]),
+    ("dies_early", counts[1] > 0.6 * counts[-1], f"With the large step, the dead count at step {COUNT_EVERY} "
+     "is most of the final count, on every seed.", counts[1]),
     ("small_near_init", drift <= small_drift, f"With the small step the dead count ends within {small_drift} "
      "units of its start, on every seed.", drift),
     ("mostly_layer2", layer2 > 0.9 * counts[-1], "With the large step more than 90% of the dead units sit in "
