@@ -72,14 +72,14 @@ for name in ("float32", "float16"):
         f"loss_error_in_eps_{name}", errors["loss" + name[-2:]].max(1), f"worst loss error, eps, {name}", 1
     )
 number("max_depth", int(depths[-1]), "deepest network")
+worst = {"float32": errors["float32"].max(), "float16": errors["float16"].max()}
 CLAIMS.append(
     (
         "few_eps",
-        errors["float32"].max() < 50 and errors["float16"].max() < 50,
-        "Unsaturated, the "
-        "reverse-mode gradient is within 50 machine epsilons of float64 in both precisions, at every "
-        "depth and seed.",
-        {"float32": errors["float32"].max(), "float16": errors["float16"].max()},
+        max(worst.values()) < 50,
+        "Unsaturated, the reverse-mode gradient is within 50 "
+        "machine epsilons of float64 in both precisions, at every depth and seed.",
+        worst,
     )
 )
 
@@ -93,35 +93,30 @@ z_points = np.array([5.0, 8.0, 10.0], dtype=np.float32)
 exact = 1 / np.cosh(z_points.astype(np.float64)) ** 2
 from_output = engine.grad(lambda p: ops.sum(ops.tanh(p[0])), [z_points])[0]
 stable = scaling.sech_squared(z_points)
-for z, a, b in zip(
-    z_points, check.rel_error(from_output, exact), check.rel_error(stable, exact), strict=True
-):
+slope_err, stable_err = check.rel_error(from_output, exact), check.rel_error(stable, exact)
+for z, a, b in zip(z_points, slope_err, stable_err, strict=True):
     number(
         f"slope_error_z{z:.0f}", a, f"relative error of 1 - y^2 at z = {z:.0f}, float32 (libm-dependent)", 0.5
     )
     number(f"stable_error_z{z:.0f}", b, f"relative error of sech^2 at z = {z:.0f}, float32", 1, 1e-6)
 same_rule = bool(np.array_equal(from_output, scaling.tanh_slope_from_output(np.tanh(z_points))))
-slope_err, stable_err = check.rel_error(from_output, exact), check.rel_error(stable, exact)
 CLAIMS.append(("saturated_slope_loses", same_rule and slope_err[1] > 0.01 and slope_err[2] == 1
-               and stable_err.max() < 1e-5, "In float32 the engine's tanh slope (exactly 1 - y^2) is off by "
-               "over 1% at z = 8 and by 100% at z = 10, while sech^2 from z stays within 1e-5.",
-               {"from_output": slope_err, "stable": stable_err}))  # fmt: skip
+               and stable_err.max() < 10 * np.finfo(np.float32).eps, "In float32 the engine's tanh slope "
+               "(exactly 1 - y^2) is off by over 1% at z = 8 and by 100% at z = 10, while sech^2 from z "
+               "stays within 10 machine epsilons.", {"slope": slope_err, "stable": stable_err}))  # fmt: skip
 
 # %% [markdown]
 # ## Underflow in float16, decomposed
 # A deep sigmoid network (`gradlab.scaling.mlp_scaled_grads`: forward and backward in float16,
 # loss in float32). A zero entry is *final* underflow if even the exact value rounds to 0
-# ($|g| \le$ half the smallest subnormal); otherwise a $\delta$ in an earlier layer underflowed.
+# ($|g| \le$ half the smallest subnormal); otherwise *intermediate*: the $\delta_1$ that feeds it
+# underflowed (the whole column flushed to zero, or partly) on its way down.
 
 # %%
 tiny, normal = float(F16.smallest_subnormal), float(F16.smallest_normal)
 scales = 2.0 ** np.arange(0, 25)
-stats = {
-    k: [] for k in ("zero", "final", "below_normal", "bits", "s_max", "s_need", "lifted", "err1", "err_s")
-}
-stats |= {
-    k: [] for k in ("zero_s", "skipped", "clip_ratio", "norm", "lost", "kept_rne", "kept_master", "kept_sr")
-}
+KEYS = "zero final inter dead below_normal bits s_max s_need lifted err1 err_s zero_s skipped clip_ratio norm"
+stats = {k: [] for k in (KEYS + " lost kept_rne kept_master kept_sr").split()}
 trajectory_first = None
 for s, seed in enumerate(SEEDS):
     rng = np.random.default_rng(seed)
@@ -130,12 +125,15 @@ for s, seed in enumerate(SEEDS):
     deep, X16 = [p.astype(np.float16) for p in models.init_mlp(sizes, "glorot", rng)], X.astype(np.float16)
     _, ref, _ = scaling.mlp_scaled_grads([p.astype(np.float64) for p in deep], X16.astype(float), y, 1)
     with np.errstate(all="ignore"):
-        runs = [scaling.mlp_scaled_grads(deep, X16, y, S)[1] for S in scales]
+        outputs = [scaling.mlp_scaled_grads(deep, X16, y, S) for S in scales]
+    runs, delta1 = [o[1] for o in outputs], outputs[0][2][0]  # scaled gradients; delta_1 at S = 1
     finite = np.array([all(np.all(np.isfinite(g)) for g in grads) for grads in runs])
     g1, r1 = runs[0][0], ref[0]
-    stats["zero"].append(np.mean((g1 == 0) & (r1 != 0)))
-    stats["final"].append(np.mean((np.abs(r1) <= tiny / 2) & (r1 != 0)))
-    stats["below_normal"].append(np.mean(np.abs(r1) < normal))
+    zero, storable = (g1 == 0) & (r1 != 0), np.abs(r1) > tiny / 2  # storable: the exact value rounds to > 0
+    masks = {"zero": zero, "final": zero & ~storable, "inter": zero & storable,
+             "below_normal": np.abs(r1) < normal}  # fmt: skip
+    for key, mask in (masks | {"dead": zero & storable & np.all(delta1 == 0, axis=0)}).items():
+        stats[key].append(np.mean(mask))
     stats["bits"].append(scaling.significant_bits(g1).max())
     best = int(np.flatnonzero(finite)[-1]) if finite.all() else int(np.argmin(finite)) - 1  # largest safe S
     S = scales[best]
@@ -145,7 +143,8 @@ for s, seed in enumerate(SEEDS):
     stats["err1"].append(rel(g1, r1))
     stats["err_s"].append(rel(runs[best][0].astype(np.float32) / np.float32(S), r1))
     stats["zero_s"].append(np.mean((runs[best][0] == 0) & (r1 != 0)))
-    # GradScaler's schedule over 10,000 steps with these gradients (the overflow test is exact per S)
+    # GradScaler's schedule over 10,000 steps with these gradients held fixed (no training): overflow at
+    # S is known exactly from the runs above, so the schedule is periodic
     scaler, skipped, trajectory = scaling.DynamicLossScaler(), 0, [2.0**16]  # GradScaler's init_scale
     for _ in range(10_000):
         k = int(np.log2(scaler.scale))
@@ -175,6 +174,8 @@ for s, seed in enumerate(SEEDS):
 for key, about, rtol in (
     ("zero", "first-layer float16 entries zero where float64 is not", 1e-3),
     ("final", "of them: exact value below half the smallest subnormal", 1e-3),
+    ("inter", "of them: exact value storable (an earlier delta underflowed)", 1e-3),
+    ("dead", "of those: the delta_1 column feeding the entry is all zero", 1e-3),
     ("below_normal", "first-layer entries below float16's smallest normal", 1e-3),
     ("bits", "most significant bits kept by a surviving float16 entry", 1e-6),
     ("err1", "relative error of the float16 first-layer gradient, no scaling", 1e-2),
@@ -200,15 +201,14 @@ for key, value in constants.items():
 CLAIMS += [
     ("all_below_normal", np.all(st["below_normal"] == 1), "Every first-layer entry is below float16's "
      "smallest normal on every seed.", {"below": st["below_normal"]}),
-    ("both_underflows", np.all(st["final"] > 0.3) and np.all(st["zero"] - st["final"] > 0.1), "Over 30% "
-     "of the entries underflow at the end and over 10% through an earlier delta, on every seed.",
-     {"final": st["final"], "zero": st["zero"]}),
+    ("both_underflows", np.all(st["final"] > 0.1) and np.all(st["inter"] > 0.05), "On every seed over 10% "
+     "of the entries underflow at the end and over 5% through an earlier delta.",
+     {"final": st["final"], "inter": st["inter"]}),
     ("few_bits", np.all(st["bits"] <= 5), "Surviving float16 entries keep at most 5 of 11 significant bits.",
      {"bits": st["bits"]}),
-    ("scale_fits", np.all(st["s_need"] <= st["s_max"]) and np.all(st["err_s"] < 3 * F16.eps)
-     and np.all(st["lifted"] < 1), "The scale that lifts the median entry above the smallest normal fits "
-     "below overflow, and the largest safe scale brings the error under 3 float16 epsilons but leaves some "
-     "entries below the smallest normal, on every seed.", {"need": st["s_need"], "err": st["err_s"]}),
+    ("scale_fits", np.all(st["s_need"] <= st["s_max"]) and np.all(st["err_s"] < 5 * F16.eps), "The scale "
+     "that lifts the median entry above the smallest normal fits below overflow, and the largest safe scale "
+     "brings the error under 5 float16 epsilons, on every seed.", {"need": st["s_need"], "err": st["err_s"]}),
     ("scaler_skips_few", np.all((st["skipped"] >= 1) & (st["skipped"] <= 10)), "The dynamic scaler skips "
      "between 1 and 10 of 10,000 steps on every seed.", {"skipped": st["skipped"]}),
     ("clip_order_matters", np.all(st["clip_ratio"] > 1e3), "Clipping before unscaling shrinks the update "
@@ -224,12 +224,12 @@ CLAIMS += [
 fig, (ax_scale, ax_traj) = plt.subplots(1, 2, figsize=(9, 3.8))
 ax_traj.semilogy(trajectory_first, color=plot.PALETTE[0], label="scale S (float32)")
 ax_traj.axhline(st["s_max"][0], color=plot.PALETTE[3], ls=":", label="largest S without overflow")
-ax_traj.set(title="GradScaler's schedule, 10,000 steps", xlabel="step", ylabel="loss scale S (log scale)",
+ax_traj.set(title="GradScaler's schedule, fixed gradients", xlabel="step", ylabel="loss scale S (log scale)",
             ylim=(min(trajectory_first) / 2, max(trajectory_first) * 2))  # fmt: skip
 ax_traj.legend(fontsize="small")
 levels = np.arange(len(SEEDS))
 ax_scale.bar(levels - 0.2, st["final"], 0.4, label="exact value below half the smallest subnormal")
-ax_scale.bar(levels - 0.2, st["zero"] - st["final"], 0.4, bottom=st["final"], label="a delta underflowed")
+ax_scale.bar(levels - 0.2, st["inter"], 0.4, bottom=st["final"], label="a delta underflowed")
 ax_scale.bar(levels + 0.2, st["zero_s"], 0.4, label="zero after scaling by the largest safe S")
 ax_scale.set(title="float16 first-layer entries that are zero", xlabel="seed", ylabel="fraction of entries",
              xticks=levels, xticklabels=[str(s) for s in SEEDS], ylim=(0, 1.45))  # fmt: skip
@@ -240,7 +240,8 @@ results.figure(fig, "loss_scaling", alt=f"Left: on each of {len(SEEDS)} seeds, {
                f"{zero.max():.0%} of the float16 first-layer gradient entries are zero, {final.min():.0%} to "
                f"{final.max():.0%} because the exact value underflows, the rest as an earlier delta did; "
                f"after scaling by the largest safe S at most {st['zero_s'].max():.1%} are. Right: the scale "
-               "starts at 65,536, halves on every overflow and doubles after 2,000 clean steps.")  # fmt: skip
+               "starts at 65,536, halves on every overflow and doubles after 2,000 clean steps, with the "
+               "gradients held at their initial values.")  # fmt: skip
 
 # %%
 for name, holds, statement, values in CLAIMS:
