@@ -200,11 +200,12 @@ for angle, label in ((0.0, "axis"), (np.pi / 4, "rotated")):
 holds = all(grid["rotated", m] > 1.1 * grid["axis", m] for m in ("rmsprop", "adam"))
 claim = "Adam and RMSProp need more iterations on the rotated quadratic; gradient descent the same"
 results.claim("rotation_hurts_adaptive", holds and grid["rotated", "gd"] == grid["axis", "gd"], claim, grid)
-holds = grid["axis", "heavy_ball"] < grid["axis", "gd"] < traces["quadratic", "gd"].iterations
-holds = holds or grid["axis", "gd"] == np.inf  # e.g. --kappa 10000
-claim = "on the grid the heavy ball beats GD, and GD beats its theory-optimal step's count (or GD "
+theory = optim.quadratic_iterations(np.diag([1, kappa]), x0, "gd", [lr_best], max_iter=5000).min()
+results.number("grid_axis_gd_theory_step", theory, "GD at 2 / (1 + kappa), with the grid's stopping rule")
+holds = grid["axis", "heavy_ball"] < grid["axis", "gd"] < theory or grid["axis", "gd"] == np.inf
+claim = "on the grid the heavy ball beats GD, and GD beats the theory-optimal step's count (or GD "
 claim += "never converges within the grid's cap, possible only at kappa far above the default)"
-results.claim("grid_tuning", bool(holds), claim, {**grid, "theory": traces["quadratic", "gd"].iterations})
+results.claim("grid_tuning", bool(holds), claim, {**grid, "theory": theory})
 
 # %% [markdown]
 # Minibatches: least squares whose features' scales span a factor 100 (Hessian condition
