@@ -85,22 +85,24 @@ def mlp_scaled_grads(params, X, y, scale, activation="sigmoid"):
     """Mixed-precision backward pass of an MLP (``models.mlp``'s layout, mean squared error).
 
     The forward and backward passes run in the parameters' dtype (float16, say); the loss and
-    its scaling stay in float32, as under autocast: the backward pass starts from
-    dL/d(output) = S * 2 (output - y) / N computed in float32 and rounded to the parameters'
-    dtype (so it overflows to inf where that value exceeds the format). Returns (the float32
+    its scaling stay in float32 (float64 for float64 parameters, so that a float64 run is a
+    float64 reference), as under autocast: the backward pass starts from
+    dL/d(output) = S * 2 (output - y) / N computed in that precision and rounded to the
+    parameters' dtype (so it overflows to inf where that value exceeds the format). Returns (the float32
     loss, the *scaled* gradients [S dL/dW_1, S dL/db_1, ...] in the parameters' dtype, the
     scaled deltas S dL/dz_l of the hidden layers).
     """
     dtype = params[0].dtype
+    loss_dtype = np.promote_types(dtype, np.float32)
     act = {"sigmoid": lambda z: 1 / (1 + np.exp(-z)), "tanh": np.tanh}[activation]
     slope = {"sigmoid": lambda h: h * (1 - h), "tanh": lambda h: 1 - h * h}[activation]
     hs = [np.asarray(X, dtype)]
     for W, b in zip(params[0:-2:2], params[1:-2:2], strict=True):
         hs.append(act(hs[-1] @ W + b).astype(dtype))
-    out = (hs[-1] @ params[-2] + params[-1]).astype(np.float32)
-    residual = out - np.asarray(y, np.float32)
+    out = (hs[-1] @ params[-2] + params[-1]).astype(loss_dtype)
+    residual = out - np.asarray(y, loss_dtype)
     with np.errstate(over="ignore", invalid="ignore"):
-        d = (np.float32(scale) * 2 * residual / residual.shape[0]).astype(dtype)
+        d = (loss_dtype.type(scale) * 2 * residual / residual.shape[0]).astype(dtype)
         grads, deltas = [hs[-1].T @ d, d.sum(0)], []
         dh = d @ params[-2].T
         for layer in range(len(hs) - 2, -1, -1):
