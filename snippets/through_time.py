@@ -231,7 +231,7 @@ for colour, scale in zip(PALETTE, (VANISHING, EXPLODING), strict=False):
     ax.semilogy(steps, table["", scale]["norms0"], "--", color=colour, label=f"tanh RNN, {label}")
     ax.semilogy(steps, runs["norms"][0], color=colour, label=f"additive cell, {label}")
 ax.semilogy(steps, f**steps, ":", color=PALETTE[2], label="$f^T$")
-ax.set(title=f"Additive memory: the Jacobian follows the gate (seed {SEEDS[0]})", xlabel="time steps $T$")
+ax.set(title=f"Additive memory (f = {f:g}) against the tanh RNN (seed {SEEDS[0]})", xlabel="time steps $T$")
 ax.set_ylabel(r"$\|\partial h_T/\partial h_0\|_2$ or $\|\partial m_T/\partial m_0\|_2$ (log scale)")
 ax.legend(fontsize="x-small")
 results.claim(
