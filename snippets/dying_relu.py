@@ -109,6 +109,7 @@ results.spread("dead_units_first_lr_large", counts[1], f"large step: dead units 
 results.spread("dead_units_end_lr_large", counts[-1], "large step: dead units at the end")
 drift = np.abs(small[-1].sum(1) - small[0].sum(1))
 small_drift = results.number("small_drift_units", 4, "small step: bound on |dead at end - at start|")
+results.spread("small_drift", drift, "small step: |dead units at end - at start|")
 layer2 = large[-1][:, sizes[1] :].sum(1)
 results.spread("dead_layer2_share", layer2 / counts[-1], "large step: share of dead units in layer 2")
 loss_large, loss_small, loss_bias = (runs[k][2] / variance for k in ("lr_large", "lr_small", "bias_negative"))
