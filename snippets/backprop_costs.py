@@ -74,11 +74,11 @@ reverse_costs, forward_per_pass, central_per_param = (
 )
 results.number("forward_cost_per_param", forward_per_pass[-1], "forward: flops / (n evaluations)")
 flat = reverse_costs.max() < 3.5 and reverse_costs.max() / reverse_costs.min() < 1.1
-results.claim(
-    "reverse_flat", flat, "Reverse: under 3.5 evaluations, within 10% over n.", {"r": reverse_costs}
-)
+results.claim("reverse_flat", flat, "Reverse mode costs under 3.5 evaluations of the loss at every n tried, "
+              "within 10% from the smallest n to the largest: flat in n.", {"r": reverse_costs})  # fmt: skip
 linear = bool(np.all(np.abs(central_per_param - 2) < 0.01) and np.all(np.abs(forward_per_pass - 3) < 0.1))
-results.claim("others_linear", linear, "Central: 2n evaluations, forward: about 3n.", {"f": forward_per_pass})
+results.claim("others_linear", linear, "Central differences cost 2n evaluations and forward mode about 3n: "
+              "linear in n.", {"f": forward_per_pass})  # fmt: skip
 results.number("reverse_calls", calls["reverse"][-1], "reverse mode: evaluations of the loss per gradient")
 results.number("central_calls_largest", calls["central"][-1], "central: evaluations, largest n")
 results.number("forward_calls_largest", calls["forward"][-1], "forward mode: passes per gradient, largest n")
