@@ -26,13 +26,9 @@ parser.add_argument("--steps", type=snippet.positive_int, default=300, help="ful
 parser.add_argument("--batch", type=snippet.positive_int, default=32, help="examples")
 args, results = snippet.parse(parser)
 SEEDS = snippet.seeds(args.seed)
-LRS = np.array([1e-4, 1e-3, 1e-2, 1e-1, 1.0])  # the same grid for every method
-METHODS = {
-    "plain SGD": "plain",
-    "plain Adam": "plain",
-    "residual SGD": "residual",
-    "normalized SGD": "normalized",
-}
+LRS = 10.0 ** np.arange(-5, 0.25, 0.5)  # the same grid for every method: 1e-5 to 1, factors of sqrt(10)
+METHODS = {"plain SGD": "plain", "plain Adam": "plain"}
+METHODS |= {"residual SGD": "residual", "normalized SGD": "normalized"}
 CLAIMS = []  # (name, holds, statement, values), recorded at the end
 
 
@@ -99,18 +95,24 @@ for key in ("depth", "width", "gain", "steps", "batch"):
     results.number(key, getattr(args, key), key)
 results.number("lr_grid_min", LRS[0], "smallest learning rate of the grid")
 results.number("lr_grid_max", LRS[-1], "largest learning rate of the grid")
-remedies = np.maximum(final["residual SGD"], final["normalized SGD"])
+remedies = np.stack([final["residual SGD"], final["normalized SGD"]])
+per_seed_best = {m: np.argmin(c[-1], axis=1) for m, c in curves.items()}  # each seed's own best lr
+best_all = np.concatenate([list(best.values()), *per_seed_best.values()])
 diverged = int(np.sum(curves["plain SGD"][-1, :, -1] == np.inf))
 results.number("plain_sgd_diverged_at_max", diverged, "seeds on which plain SGD diverges at the largest lr")
 CLAIMS += [
-    ("best_lr_interior", all(0 < b < len(LRS) - 1 for b in best.values()),
-     "Every method's best learning rate lies inside the grid.", {m: LRS[b] for m, b in best.items()}),
+    ("best_lr_interior", np.all((best_all > 0) & (best_all < len(LRS) - 1)), "Every method's best learning "
+     "rate, by the median and on each seed, lies inside the grid.",
+     {m: LRS[b] for m, b in per_seed_best.items()}),
+    ("plain_sgd_diverges", diverged >= 1, "Plain SGD diverges at the grid's largest learning rate on at "
+     "least one seed.", {"diverged": diverged}),
     ("sgd_stalls", curves["plain SGD"][-1].min() > 0.99, "Plain SGD ends above 99% of the target "
      "variance at every learning rate of the grid, on every seed.", {"min": curves["plain SGD"][-1].min()}),
     ("adam_escapes", np.all(final["plain Adam"] < 0.95), "Adam on the same plain network ends below 95% "
      "of the target variance on every seed.", {"adam": final["plain Adam"]}),
-    ("function_remedies_ahead", np.all(remedies < final["plain Adam"]), f"After {args.steps} steps both "
-     "function remedies are ahead of Adam on every seed.", {"remedies": remedies}),
+    ("function_remedies_ahead", np.median(remedies, axis=1).max() < np.median(final["plain Adam"]), f"After "
+     f"{args.steps} steps both function remedies end with a lower median loss than Adam.",
+     {"medians": [np.median(final[m]) for m in ("plain Adam", "residual SGD", "normalized SGD")]}),
 ]  # fmt: skip
 
 # %% [markdown]
@@ -145,13 +147,10 @@ plain = stats["plain"]
 results.spread("plain_last_std", plain["std"][:, -1], "plain: std of the last hidden tanh outputs")
 per_seed_layer = lambda f: np.array([[f(s, k) for k in range(args.depth)] for s in range(len(SEEDS))])  # noqa: E731
 weight_norms = per_seed_layer(lambda s, k: np.linalg.norm(init_all[2 * k][first_of(s)]))
-adam_ratio = per_seed_layer(
-    lambda s, k: np.linalg.norm(first_updates["plain Adam"][k][first_of(s, best["plain Adam"])])
-)
+adam_lr, adam_steps = LRS[best["plain Adam"]], first_updates["plain Adam"]
+adam_ratio = per_seed_layer(lambda s, k: np.linalg.norm(adam_steps[k][first_of(s, best["plain Adam"])]))
 adam_ratio /= weight_norms
-sign_step = (
-    per_seed_layer(lambda s, k: LRS[best["plain Adam"]] * np.sqrt(init_all[2 * k][0].size)) / weight_norms
-)
+sign_step = per_seed_layer(lambda s, k: adam_lr * np.sqrt(init_all[2 * k][0].size)) / weight_norms
 results.spread("adam_first_ratio", adam_ratio[:, 0], "plain Adam: layer 1 actual first update / weight")
 results.spread("adam_ratio_min", adam_ratio.min(1), "plain Adam: smallest layer's first update / weight")
 results.spread("adam_step_vs_sign", (adam_ratio / sign_step).max(1), "Adam: largest actual/(lr sqrt(n)/|W|)")
@@ -167,8 +166,8 @@ results.number("smallest_factor_to_remedies", factor, "min over layers and seeds
 CLAIMS += [
     ("stacked_matches_engine", max(stacked_error) < 1e-10, "The stacked backward pass agrees with the "
      "engine's reverse mode to 1e-10.", {"error": max(stacked_error)}),
-    ("plain_not_saturated", plain["saturated"].max() < 0.01 and plain["dead"].max() == 0, "At step 0 under "
-     "1% of the plain network's entries are saturated and no unit is dead.", {"s": plain["saturated"]}),
+    ("plain_not_saturated", plain["saturated"].max() < 0.05 and plain["dead"].max() == 0, "At step 0 under "
+     "5% of each plain layer's entries are saturated and no unit is dead.", {"s": plain["saturated"]}),
     ("std_shrinks_by_gain", np.all(np.abs(std_factor / args.gain - 1) < 0.2), "The plain network's "
      "activation std shrinks by the gain per layer, within 20%, on every seed.", {"f": std_factor}),
     ("plain_grad_tiny", factor > 1e5, "In every layer the plain network's gradient is over 100,000 times "
@@ -202,15 +201,15 @@ results.figure(fig, "per_layer", alt="The plain network's gradient norm is rough
 
 fig, ax = plt.subplots()
 for method, curve in curves.items():
-    chosen, label = curve[:, :, best[method]], f"{method}, lr {LRS[best[method]]:g}"
+    chosen, label = curve[:, :, best[method]], f"{method}, lr {LRS[best[method]]:.2g}"
     (line,) = ax.semilogy(np.median(chosen, 1), label=label)
     ax.fill_between(range(args.steps + 1), chosen.min(1), chosen.max(1), color=line.get_color(), alpha=0.2)
 ax.set(title="Training loss, each method at its best learning rate", xlabel="step",
        ylabel="loss / target variance (log scale)")  # fmt: skip
 ax.legend(fontsize="small")
 results.figure(fig, "training_loss", alt=f"Median and range over {len(SEEDS)} seeds of the loss divided "
-               "by the target variance: plain SGD stays at 1; Adam on the same network falls below it; "
-               "residual connections and layer normalization with SGD fall furthest.")  # fmt: skip
+               "by the target variance: plain SGD stays at 1; Adam on the same network falls below it; with "
+               "residual connections or layer normalization SGD falls furthest in the median.")  # fmt: skip
 
 # %% [markdown]
 # ## Is it backprop?
@@ -238,8 +237,8 @@ passes = all(a <= 10 * r + 1e-6 * g for a, r, g in zip(central_abs, rounding, la
 CLAIMS += [
     ("exact_methods_agree", max(exact) < 1e-10, "Forward mode and the complex step agree with reverse mode "
      "to 1e-10.", {"error": exact}),
-    ("central_passes_mixed", passes and min(central_rel) > 1e-3, "Central differences pass the mixed "
-     "tolerance while their relative error exceeds 1e-3.", {"abs": central_abs, "rel": central_rel}),
+    ("central_passes_mixed", passes and min(central_rel) > 1e-4, "Central differences pass the mixed "
+     "tolerance while their relative error exceeds 1e-4.", {"abs": central_abs, "rel": central_rel}),
 ]  # fmt: skip
 for name, holds, statement, values in CLAIMS:
     results.claim(name, bool(holds), statement, values)
