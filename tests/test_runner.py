@@ -134,3 +134,17 @@ def test_another_seed_is_cached_apart_and_a_failing_claim_fails_the_run(tmp_path
     message = str(outcomes["claims"])
     assert "claim 'seed_is_zero' does not hold: The seed is zero." in message and "'seed': 1" in message
     assert runner.run_one(path, cache=tmp_path / "cache").cached, "the site's result is untouched"
+
+
+def test_one_broken_snippet_fails_only_the_tests_that_ask_for_it(tmp_path):
+    """The session's results hold the error in place of the broken snippet's result: a test about
+    another snippet gets its result; a test about the broken one fails naming it."""
+    from conftest import Results
+
+    good, broken = tmp_path / "good.py", tmp_path / "broken.py"
+    good.write_text(OK.format(value=7))
+    broken.write_text(BOOM)
+    results = Results(runner.run_all([good, broken], cache=tmp_path / "cache", strict=False))
+    assert results["good"].numbers == {"answer": 7}
+    with pytest.raises(pytest.fail.Exception, match=r"(?s)snippets/broken.py failed to run:.*boom on purpose"):
+        results["broken"]
