@@ -8,7 +8,10 @@ from gradlab.leaks import (
     InPlaceAdam,
     addcdiv_,
     addcmul_,
+    autoencoder_optimum,
+    frozen_encoder_floor,
     frozen_parameters,
+    normwise_disagreement,
     primal,
     stuck_parameters,
     update_norms,
@@ -94,3 +97,26 @@ def test_in_place_adam_is_adam_and_the_flawed_one_freezes_transposed_parameters(
     np.testing.assert_array_equal(flawed[0], params[0])  # not contiguous: never moved
     assert np.all(broken.exp_avg_sq[0] == 0) and np.any(broken.exp_avg[0] != 0)
     np.testing.assert_allclose(flawed[1], reference[1], rtol=1e-12)  # contiguous: a normal Adam step
+
+
+def test_normwise_disagreement_is_small_for_a_correct_rule_and_ignores_near_zero_entries():
+    x = np.array([1.0, 1e-9, -2.0])
+
+    def f(params):
+        return ops.sum(params[0] ** 2)  # gradient 2x: one entry near zero
+
+    assert normwise_disagreement(f, [x]) < 1e-8
+    assert normwise_disagreement(f, [x], methods=("forward",)) < 1e-15
+
+
+def test_frozen_encoder_floor_and_optimum():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(40, 2)) @ rng.normal(size=(2, 5)) + 0.01 * rng.normal(size=(40, 5))
+    optimum = autoencoder_optimum(X, 2)
+    _, _, Vt = np.linalg.svd(X, full_matrices=False)
+    assert np.isclose(optimum, np.mean((X @ Vt[:2].T @ Vt[:2] - X) ** 2), rtol=1e-10)  # PCA attains it
+    assert np.isclose(frozen_encoder_floor(X, Vt[:2].T), optimum, rtol=1e-10)  # the best encoder
+    assert frozen_encoder_floor(X, rng.normal(size=(5, 2))) > optimum  # any other is worse
+    assert autoencoder_optimum(X, 5) < 1e-25 and np.isclose(
+        frozen_encoder_floor(X, np.zeros((5, 2))), np.mean(X**2)
+    )

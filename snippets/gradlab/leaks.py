@@ -4,12 +4,15 @@ never land.
 `primal` lets one program build a mask (``x > 0``) under every differentiation method;
 `update_norms`, `frozen_parameters` and `stuck_parameters` are the check that catches an
 optimizer step that silently did nothing: after a step, every trained parameter with a non-zero
-gradient must have moved. `InPlaceAdam` re-enacts the 2025 case of an Adam step whose in-place
-kernels missed non-contiguous outputs (PyTorch's MPS backend, issue #118115).
+gradient must have moved. `InPlaceAdam` re-enacts an Adam step whose in-place kernels missed
+non-contiguous outputs (PyTorch's MPS backend before 2.4, issue #118115); `autoencoder_loss`,
+`frozen_encoder_floor` and `autoencoder_optimum` are the linear autoencoder it is shown on.
+`normwise_disagreement` compares reverse mode with the other methods, normwise.
 """
 
 import numpy as np
 
+from . import check, engine, ops
 from .engine import Tensor
 from .forward import Dual
 
@@ -22,6 +25,36 @@ def primal(x):
     if isinstance(x, Dual):
         return x.val
     return np.real(x)
+
+
+def normwise_disagreement(f, params, methods=("forward", "central", "complex")):
+    """The largest normwise relative error ||g - g_rev|| / ||g_rev|| of each method in `methods`
+    against reverse mode. Normwise, because an entry near zero makes the elementwise relative
+    error of central differences arbitrarily large (their rounding error is absolute)."""
+    reverse = check.METHODS["reverse"](f, params)
+    return max(check.normwise_rel_error(check.METHODS[name](f, params), reverse) for name in methods)
+
+
+def autoencoder_loss(params, X):
+    """mean((X W_enc W_dec - X)^2) for params = [W_enc, W_dec]: a linear autoencoder, no biases."""
+    W_enc, W_dec = params
+    return ops.mean((ops.matmul(ops.matmul(X, W_enc), W_dec) - X) ** 2)
+
+
+def frozen_encoder_floor(X, W_enc):
+    """min over W_dec of mean((X W_enc W_dec - X)^2): the least loss of a linear autoencoder whose
+    encoder is frozen at W_enc (least squares on the features X W_enc)."""
+    H = X @ W_enc
+    W_dec = np.linalg.lstsq(H, X, rcond=None)[0]
+    return float(np.mean((H @ W_dec - X) ** 2))
+
+
+def autoencoder_optimum(X, width):
+    """min over W_enc, W_dec of mean((X W_enc W_dec - X)^2) for a hidden layer of `width`: the
+    error of the best rank-`width` approximation of X (Eckart-Young), sum of the trailing
+    squared singular values over X.size."""
+    singular_values = np.linalg.svd(X, compute_uv=False)
+    return float(np.sum(singular_values[width:] ** 2) / X.size)
 
 
 def update_norms(before, after):
@@ -102,3 +135,17 @@ class InPlaceAdam:
             addcmul_(v, g, g, 1 - self.beta2, self.flawed)
             denom = np.sqrt(v) / np.sqrt(1 - self.beta2**self.t) + self.eps
             addcdiv_(p, m, denom, -self.lr / (1 - self.beta1**self.t), self.flawed)
+
+
+def run_adam(loss, params, lr, flawed, steps, names):
+    """Train `params` in place for `steps` steps of `InPlaceAdam`. Returns the loss before each
+    step, the optimizer (its state), `stuck_parameters` after the first step (the diagnostic) and
+    the gradients of the first step."""
+    optimizer, history, start = InPlaceAdam(params, lr, flawed), [], [p.copy() for p in params]
+    for k in range(steps):
+        value, grads = engine.value_and_grad(loss, params)
+        optimizer.step(params, grads)
+        history.append(value)
+        if k == 0:
+            flagged, first_grads = stuck_parameters(start, params, grads, names), grads
+    return history, optimizer, flagged, first_grads
