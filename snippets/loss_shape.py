@@ -26,10 +26,8 @@ parser.add_argument("--init-weight", type=float, default=-8.0, help="initial wei
 parser.add_argument("--lr", type=snippet.positive_float, default=1.0, help="the pitfall's GD rate")
 parser.add_argument("--flip", type=float, default=0.1, help="fraction of labels flipped in the noise test")
 args, results = snippet.parse(parser)
-if not 0 < args.outliers < args.points:
-    parser.error(f"--outliers must be in [1, {args.points}), got {args.outliers}")
-if not 0 < args.flip < 0.5:
-    parser.error(f"--flip must be in (0, 0.5), got {args.flip}")
+if not (0 < args.outliers < args.points and 0 < args.flip < 0.5):
+    parser.error(f"need 0 < --outliers < --points and 0 < --flip < 0.5, got {args.outliers}, {args.flip}")
 SEEDS, LRS, CAP, N_CLS = snippet.seeds(args.seed), 10.0 ** np.arange(-1, 3.01, 0.5), 2000, 100
 rngs = [np.random.default_rng(seed) for seed in SEEDS]
 
@@ -176,8 +174,8 @@ y_cls = (x_cls + 0.3 * np.stack([rng.normal(size=N_CLS) for rng in rngs]) > 0).a
 start = [np.full((len(SEEDS), 1), args.init_weight), np.zeros((len(SEEDS), 1))]
 closed_form_error = shape.closed_form_error(*start, x_cls, y_cls)
 results.number("closed_form_vs_engine", closed_form_error, "shape.mean_gradient vs engine", atol=1e-12)
-minima = {key: shape.minima(key, x_cls, y_cls)[1] for key in LOGIT_LOSSES}
-steps, best = {}, {}
+fitted = {key: shape.minima(key, x_cls, y_cls) for key in LOGIT_LOSSES}  # ((w, b) per seed, L* per seed)
+minima, steps, best, at_gap = {key: fitted[key][1] for key in LOGIT_LOSSES}, {}, {}, {}
 fig, ax = plt.subplots(figsize=(8.4, 3.6))
 for optimizer, key in [(o, k) for o in shape.OPTIMIZERS for k in LOGIT_LOSSES]:
     grid, best[optimizer, key], steps[optimizer, key] = shape.tune(
@@ -189,7 +187,8 @@ for optimizer, key in [(o, k) for o in shape.OPTIMIZERS for k in LOGIT_LOSSES]:
     ax.loglog(LRS, np.median(grid, axis=1), style, color=color, label=f"{optimizer}, {LOGIT_LABELS[key]}")
 for key in LOGIT_LOSSES:  # the pitfall: plain gradient descent at --lr, with a longer cap
     run = (key, "gd", args.lr, args.init_weight, x_cls, y_cls, minima[key])
-    steps["pitfall", key] = shape.steps_to_gap(*run, max_steps=5 * CAP)
+    steps["pitfall", key], at_gap[key] = shape.steps_to_gap(*run, max_steps=5 * CAP, with_accuracy=True)
+    at_gap[key] = np.abs(at_gap[key] - shape.accuracy(*fitted[key][0].T[..., None], x_cls, y_cls)[:, 0])
     results.spread(f"steps_pitfall_{key}", steps["pitfall", key], f"gd at --lr, {key}")
 ax.set(title="Steps to 1% of the loss gap against the learning rate", xlabel="learning rate (log scale)")
 ax.set(ylabel="steps, median over seeds (log scale)")
@@ -208,8 +207,7 @@ results.figure(
 # %%
 flipped = np.stack([rng.random(N_CLS) < args.flip for rng in rngs])
 y_noisy = np.where(flipped, 1 - y_cls, y_cls)
-clean_fit = shape.minima("ce", x_cls, y_cls)[0]
-w_fit, b_fit = clean_fit[:, :1], clean_fit[:, 1:]
+w_fit, b_fit = fitted["ce"][0].T[..., None]  # the clean labels' cross-entropy fit
 flip_share = {}
 for key in LOGIT_LOSSES:
     dz = np.abs(shape.logit_gradient(key, w_fit * x_cls + b_fit, y_noisy))
@@ -240,6 +238,9 @@ for name, holds, statement, values in [
      {str(k): v for k, v in median.items()}),
     ("adam_slower_than_normalized", steps["adam", "squared"].min() > steps["normalized", "squared"].max(),
      "on squared error Adam at its best rate needs more steps than normalized steps on every seed", {}),
+    ("gap_means_fitted", all(np.all(np.round(at_gap[key], 9) <= 0.05) for key in LOGIT_LOSSES),
+     "where a pitfall run reaches the gap, its accuracy is within 5 points of its loss's minimum's",
+     at_gap),
     ("ce_pulls_flipped", np.all(flip_share["ce"] > 1.5 * flip_share["squared"]),
      "flipped labels own over 1.5 times the gradient share under cross-entropy as under squared error",
      flip_share),

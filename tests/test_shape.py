@@ -46,6 +46,11 @@ def test_steps_to_gap_counts_zero_at_the_minimum_and_inf_when_stuck():
     steps = shape.steps_to_gap("ce", "gd", np.array([[[1e-12]], [[1.0]]]), -8.0, x, y, np.array([[best]]))
     assert steps.shape == (2, 1)
     assert np.isinf(steps[0, 0]) and np.isfinite(steps[1, 0])  # a rate of 1e-12 never gets there
+    steps, at_gap = shape.steps_to_gap(
+        "ce", "gd", np.array([[[1e-12]], [[1.0]]]), -8.0, x, y, np.array([[best]]), with_accuracy=True
+    )
+    assert np.isnan(at_gap[0, 0]) and 0.5 < at_gap[1, 0] <= 1.0  # nan where it never arrives
+    np.testing.assert_array_equal(shape.accuracy(np.ones((1, 1)), 0.0, x, x > 0), [[1.0]])
 
 
 def test_updates_gd_normalized_and_adam():

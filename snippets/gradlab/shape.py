@@ -64,6 +64,11 @@ def _loss_and_gradient(loss, w, b, x, y):
     ]
 
 
+def accuracy(w, b, x, y):
+    """Share of points whose predicted class (z > 0) is the label, over the last axis."""
+    return np.mean((w * x + b > 0) == (y > 0), axis=-1, keepdims=True)
+
+
 def closed_form_error(w, b, x, y):
     """Largest relative disagreement, over both losses, between `mean_gradient` and the engine's
     reverse mode through ``losses.sigmoid_squared_error`` / ``losses.binary_cross_entropy_from_logits``."""
@@ -113,9 +118,10 @@ def minimize(loss, x, y, start=(1.0, 0.0), iterations=100):
     return theta, value(theta)
 
 
-def steps_to_gap(loss, optimizer, lr, w0, x, y, best, fraction=0.01, max_steps=2000):
+def steps_to_gap(loss, optimizer, lr, w0, x, y, best, fraction=0.01, max_steps=2000, with_accuracy=False):
     """The number of steps each run needs until its mean loss L first satisfies
     L - best <= fraction * (L_0 - best), from (w, b) = (w0, 0); np.inf if not within `max_steps`.
+    With `with_accuracy`, also each run's `accuracy` at that step (nan if it never gets there).
 
     `lr` broadcasts against the runs, e.g. shape (n_lr, 1, 1) with x, y of shape (n_seeds,
     points) and `best` (each seed's minimum) of shape (n_seeds, 1); returns an array of the runs'
@@ -127,14 +133,17 @@ def steps_to_gap(loss, optimizer, lr, w0, x, y, best, fraction=0.01, max_steps=2
         raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {optimizer!r}")
     adam = Adam(params, lr=lr) if optimizer == "adam" else None
     tolerance = fraction * (mean_loss(loss, *params, x, y) - best)
-    steps = np.full(shape, np.inf)
+    steps, at_gap = np.full(shape, np.inf), np.full(shape, np.nan)
     for step in range(max_steps + 1):
         value, grads = _loss_and_gradient(loss, *params, x, y)
-        steps[(value - best <= tolerance) & np.isinf(steps)] = step
+        arrived = (value - best <= tolerance) & np.isinf(steps)
+        steps[arrived] = step
+        if with_accuracy:
+            at_gap[arrived] = accuracy(*params, x, y)[arrived]
         if step == max_steps or np.all(np.isfinite(steps)):
             break
         params = update(optimizer, params, grads, lr, adam)
-    return steps[..., 0]
+    return (steps[..., 0], at_gap[..., 0]) if with_accuracy else steps[..., 0]
 
 
 def update(optimizer, params, grads, lr, adam=None):
