@@ -232,9 +232,9 @@ for label, legend in (("reset", "reset every step"), ("stale", "never reset")):
     axes[0].semilogy(losses[label][0], label=legend)
 axes[0].set(title="Gradients never reset", xlabel="step", ylabel="loss (log scale)")
 for legend, history in curves.items():
-    axes[1].semilogy(history, label=legend)
+    axes[1].semilogy(history, label=legend, **({"ls": "--", "zorder": 3} if "contiguous" in legend else {}))
 axes[1].axhline(floor[0], color="0.5", linestyle=":", label="floor with the encoder frozen")
-axes[1].set(title="Adam, encoder stored transposed", xlabel="step", ylabel="loss (log scale)")
+axes[1].set(title="Adam on a linear autoencoder", xlabel="step", ylabel="loss (log scale)")
 for ax in axes:
     ax.legend(fontsize=8)
 results.figure(
