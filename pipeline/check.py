@@ -56,7 +56,7 @@ def main(argv: list[str]) -> int:
         result = runner.run_one(path)
     except runner.SnippetError as error:
         return fail("the snippet", str(error))
-    problems = record.drift(result.document, record.load(name))
+    problems = record.drift(result.document, record.load(name), claims=record.load_claims(name))
     if problems:
         return fail("recorded numbers", "\n".join(problems) + f"\nIntended? `make record NAME={name}`.")
     step(f"runs; {len(result.numbers)} numbers as recorded, {len(result.claims)} claims hold", started)

@@ -20,9 +20,22 @@ def recorded_path(name: str) -> Path:
     return RECORDED / f"{name}.json"
 
 
-def load(name: str) -> dict:
+CLAIMS = "claims"  # the recorded file's one key that is not a number: {claim: statement}
+
+
+def _document(name: str) -> dict:
     path = recorded_path(name)
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+
+def load(name: str) -> dict:
+    """The recorded numbers: ``{key: value}``."""
+    return {key: value for key, value in _document(name).items() if key != CLAIMS}
+
+
+def load_claims(name: str) -> dict:
+    """The recorded claims: ``{name: statement}`` (a claim's statement is pinned like a number)."""
+    return _document(name).get(CLAIMS, {})
 
 
 def write(result: runner.Result, fresh: bool = False) -> Path:
@@ -38,7 +51,12 @@ def write(result: runner.Result, fresh: bool = False) -> Path:
         old = recorded.get(key)
         kept = old is not None and _close(entry["value"], old, entry["rtol"], entry["atol"])
         numbers[key] = old if kept else entry["value"]
-    path.write_text(json.dumps(numbers, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    claims = {claim: entry["statement"] for claim, entry in result.document.get("claims", {}).items()}
+    if claims:
+        numbers[CLAIMS] = dict(sorted(claims.items()))
+    path.write_text(
+        json.dumps(numbers, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
     return path
 
 
@@ -61,10 +79,22 @@ def _close(new, old, rtol: float, atol: float) -> bool:
     return abs(new - old) <= atol + rtol * abs(old)
 
 
-def drift(document: dict, recorded: dict, docs: Path = DOCS) -> list[str]:
-    """Every difference between a run's numbers and the recorded ones, as readable lines."""
+def drift(document: dict, recorded: dict, docs: Path = DOCS, claims: dict | None = None) -> list[str]:
+    """Every difference between a run's numbers (and, given ``claims``, its claims' statements)
+    and the recorded ones, as readable lines."""
     name = document["snippet"]
     problems = []
+    if claims is not None:
+        now = {claim: entry["statement"] for claim, entry in document.get("claims", {}).items()}
+        for claim in sorted(set(now) | set(claims)):
+            if claim not in claims:
+                problems.append(f"{name}: claim {claim!r} is new: not recorded yet")
+            elif claim not in now:
+                problems.append(f"{name}: claim {claim!r} was recorded but the snippet no longer checks it")
+            elif now[claim] != claims[claim]:
+                problems.append(
+                    f"{name}: claim {claim!r} now says {now[claim]!r}, recorded {claims[claim]!r}"
+                )
     for key, entry in document["numbers"].items():
         if key not in recorded:
             problems.append(f"{name}.{key} = {entry['value']!r} is new: not recorded yet")
@@ -95,7 +125,7 @@ def main(argv: list[str]) -> int:
         print(error, file=sys.stderr)
         return 1
     for result in results.values():
-        changes = drift(result.document, load(result.name))
+        changes = drift(result.document, load(result.name), claims=load_claims(result.name))
         path = write(result, fresh=fresh)
         print(f"{path.relative_to(runner.ROOT)}: {len(changes)} change(s)")
         for line in changes:

@@ -18,7 +18,7 @@ def test_numbers_match_recorded(name, snippet_results):
     result = snippet_results[name]
     recorded = record.load(name)
     assert recorded, f"{name}: no tests/recorded/{name}.json; run `make record` and commit it"
-    problems = record.drift(result.document, recorded)
+    problems = record.drift(result.document, recorded, claims=record.load_claims(name))
     if problems:
         pytest.fail(
             "\n".join(problems) + "\nIf the change is intended: `make record`, then commit the diff.",
@@ -168,3 +168,25 @@ def test_framework_scripts_import_one_framework_and_numpy(path):
     assert not foreign, f"{path.relative_to(ROOT)} imports {foreign}"
     assert not (path.stem.endswith("_torch") and "jax" in modules), f"{path.name} imports jax"
     assert not (path.stem.endswith("_jax") and "torch" in modules), f"{path.name} imports torch"
+
+
+def test_claims_are_recorded_and_a_changed_or_vanished_claim_is_drift(tmp_path, monkeypatch):
+    """A claim's statement is pinned like a number: a sentence that changes, vanishes or appears
+    shows in `git diff tests/recorded` and fails the drift test until it is recorded."""
+    monkeypatch.setattr(record, "RECORDED", tmp_path / "recorded")
+    claims = {"vanishes": {"holds": True, "statement": "It vanishes."}}
+    document = {"snippet": "demo", "numbers": {}, "claims": claims, "figures": {}}
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "numbers.json").write_text(json.dumps(document))
+    record.write(runner.Result("demo", tmp_path / "run", 0.0, False))
+    assert record.load_claims("demo") == {"vanishes": "It vanishes."} and record.load("demo") == {}
+    assert record.drift(document, {}, docs=tmp_path, claims=record.load_claims("demo")) == []
+    changed = {
+        **document,
+        "claims": {"vanishes": {"holds": True, "statement": "It explodes."}, "new": claims["vanishes"]},
+    }
+    problems = record.drift(changed, {}, docs=tmp_path, claims=record.load_claims("demo"))
+    assert any("claim 'vanishes' now says 'It explodes.'" in p for p in problems)
+    assert any("claim 'new' is new" in p for p in problems)
+    gone = record.drift({**document, "claims": {}}, {}, docs=tmp_path, claims=record.load_claims("demo"))
+    assert gone == ["demo: claim 'vanishes' was recorded but the snippet no longer checks it"]

@@ -136,6 +136,8 @@ class Results:
             raise ValueError(f"number key {key!r}: use lower_case letters, digits and _")
         if key in self.numbers:
             raise ValueError(f"number key {key!r} recorded twice")
+        if key == "claims":
+            raise ValueError("number key 'claims' is taken: the recorded file keeps the claims there")
         if hasattr(value, "item"):  # numpy scalar -> Python scalar
             value = value.item()
         if not isinstance(value, (bool, int, float)):
