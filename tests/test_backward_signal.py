@@ -52,3 +52,24 @@ def test_rescaled_and_saturated_share():
     zs = [np.array([0.0, 5.0, 7.0, -8.0])]  # sigmoid'(z) < 0.0025 exactly where |z| > 6
     assert backward_signal.saturated_share(zs, "sigmoid", 0.0025) == 0.5
     assert backward_signal.saturated_share(zs, "tanh", 0.01) == 0.75
+
+
+def test_first_crossing_interpolates_in_log_log():
+    scales = np.array([1.0, 2.0, 4.0, 8.0])
+    np.testing.assert_allclose(backward_signal.first_crossing(scales, np.array([0.1, 0.5, 2.0, 0.5])), 2**1.5)
+    assert backward_signal.first_crossing(scales, np.array([1.0, 2.0, 4.0, 8.0])) == 1.0
+    assert np.isnan(backward_signal.first_crossing(scales, np.full(4, 0.5)))
+
+
+def test_slope_mean_is_over_layers_two_to_d():
+    params, X, y = _stack()
+    report = backward_signal.layer_report(params, X, y, "sigmoid")
+    hs = [h.data for h in report["graph"][3][1:]]
+    assert report["slope_mean"] == np.mean([h * (1 - h) for h in hs]) and 0.2 < report["slope_mean"] <= 0.25
+
+
+def test_setup_report_adds_saturated_shares_for_saturating_activations():
+    params, X, y = _stack()
+    report = backward_signal.setup_report(params, X, 100 * X, y, "sigmoid", 0.0025)
+    assert report["saturated"] <= report["first_saturated_raw"] and 0 < report["first_saturated_raw"] <= 1
+    assert "saturated" not in backward_signal.setup_report(params, X, X, y, "relu")

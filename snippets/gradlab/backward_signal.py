@@ -29,9 +29,11 @@ def same_sign_share(weight_grad):
 
 
 def layer_report(params, X, y, activation):
-    """Per hidden layer l = 1..D: "signal" ||dL/dz_l||, "weights" ||dL/dW_l||, "same_sign" (layers
-    2..D, whose inputs are activations); their first/last ratios; and the pass itself ("graph")."""
+    """Per hidden layer l = 1..D: "signal" ||dL/dz_l||, "weights" ||dL/dW_l||; their first/last
+    ratios; over layers 2..D (whose inputs are activations) "same_sign" and "slope_mean", the mean
+    slope f'(z_l) over units and examples; and the pass itself ("graph")."""
     tensors, inputs, zs, hs = backward_pass(params, X, y, activation)
+    slopes = [diagnostics.local_slope(activation, h.data) for h in hs[1:]]
     signal = [float(np.linalg.norm(z.grad)) for z in zs]
     weights = [float(np.linalg.norm(t.grad)) for t in tensors[0:-2:2]]
     return {
@@ -40,8 +42,22 @@ def layer_report(params, X, y, activation):
         "weights": weights,
         "weight_ratio": weights[0] / weights[-1],
         "same_sign": float(np.mean([same_sign_share(t.grad) for t in tensors[2:-2:2]])),
+        "slope_mean": float(np.mean(slopes)),
         "graph": (tensors, inputs, zs, hs),
     }
+
+
+def setup_report(params, X, X_raw, y, activation, below=None):
+    """layer_report(params, X, y, activation), plus, for a saturating activation (`below`: the slope
+    under which a unit counts as saturated), the saturated share of all hidden layers
+    ("saturated"), of layer 1 ("first_saturated") and of layer 1 on the inputs X_raw
+    ("first_saturated_raw")."""
+    report = layer_report(params, X, y, activation)
+    if below:
+        zs, raw = [z.data for z in report["graph"][2]], models.mlp(params, X_raw, activation, True)[1]
+        for key, values in (("saturated", zs), ("first_saturated", zs[:1]), ("first_saturated_raw", raw[:1])):
+            report[key] = saturated_share(values, activation, below)
+    return report
 
 
 def bound_split(graph, max_slope):
@@ -76,6 +92,20 @@ def first_layer_check(params, X, y, activation):
     }
     out |= {"largest": entries.max(), "median": float(np.median(entries)), "smallest": entries.min()}
     return out | {"central_over_rounding": np.abs(grads["central"] - grads["reverse"]).max() / rounding}
+
+
+def first_crossing(scales, ratios, level=1.0):
+    """The scale at which `ratios` (one per scale, scales increasing) first reaches `level`,
+    interpolated linearly in log(scale) and log(ratio) between the two swept scales around it;
+    nan if it never does, the first scale if it starts there."""
+    above = np.flatnonzero(np.asarray(ratios) >= level)
+    if above.size == 0 or above[0] == 0:
+        return scales[0] if above.size else np.nan
+    (s0, s1), (r0, r1) = (
+        np.log(scales[above[0] - 1 : above[0] + 1]),
+        np.log(ratios[above[0] - 1 : above[0] + 1]),
+    )
+    return float(np.exp(s0 + (np.log(level) - r0) * (s1 - s0) / (r1 - r0)))
 
 
 def rescaled(unit, init, multiple=1.0):
