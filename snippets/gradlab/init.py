@@ -90,16 +90,18 @@ def propagate(params, X, readout, activation):
     }
 
 
-def units_identical(params):
-    """True if, in every hidden layer, every unit's incoming and outgoing weights and its bias
-    equal unit 0's bit for bit (``[W1, b1, W2, b2, ...]``): the network is then one unit wide."""
+def unit_spread(params):
+    """How far the hidden units are from one another: the largest ``|p_j - p_0|`` over every
+    hidden unit j's incoming weights, bias and outgoing weights (``[W1, b1, W2, b2, ...]``),
+    relative to that layer's largest such entry. 0.0 means bit for bit identical (the network is
+    then one unit wide); rounding alone leaves about 1e-16."""
     weights, biases = params[0::2], params[1::2]
-    hidden = range(len(weights) - 1)
-    incoming = all(
-        np.all(weights[i] == weights[i][:, :1]) and np.all(biases[i] == biases[i][0]) for i in hidden
-    )
-    outgoing = all(np.all(weights[i + 1] == weights[i + 1][:1]) for i in hidden)
-    return bool(incoming and outgoing)
+    spread = 0.0
+    for W_in, b, W_out in zip(weights[:-1], biases, weights[1:], strict=False):
+        parts = [W_in.T, b[:, None], W_out]  # one row per unit of this layer
+        scale = max(np.abs(part).max() for part in parts) or 1.0
+        spread = max(spread, *(np.abs(part - part[:1]).max() / scale for part in parts))
+    return float(spread)
 
 
 def descend(loss, params, lr, steps):
@@ -117,13 +119,13 @@ def equal_versus_random(X, y, sizes, value, lr, steps, rng, activation="tanh"):
     """Train an MLP on the squared error from an equal start (every weight ``value``) and from a
     Glorot draw (``rng``), ``steps`` steps of gradient descent each. Returns the final losses
     ``equal`` and ``random``, ``first_grads`` (the equal start's gradient at step 0), and
-    ``grads_identical`` / ``units_identical``: ``units_identical`` of that gradient and of the
-    equal start's final weights."""
+    ``grad_spread`` / ``unit_spread``: ``unit_spread`` of that gradient and of the equal start's
+    final weights."""
 
     def mse(params):
         return ops.mean((models.mlp(params, X, activation) - y) ** 2)
 
     equal, first_grads, end = descend(mse, constant_mlp(sizes, value), lr, steps)
     random = descend(mse, models.init_mlp(sizes, "glorot", rng), lr, steps)[0]
-    identical = {"grads_identical": units_identical(first_grads), "units_identical": units_identical(end)}
-    return {"equal": equal, "random": random, "first_grads": first_grads} | identical
+    spreads = {"grad_spread": unit_spread(first_grads), "unit_spread": unit_spread(end)}
+    return {"equal": equal, "random": random, "first_grads": first_grads} | spreads
