@@ -70,6 +70,15 @@ def test_slope_mean_is_over_layers_two_to_d():
 
 def test_setup_report_adds_saturated_shares_for_saturating_activations():
     params, X, y = _stack()
-    report = backward_signal.setup_report(params, X, 100 * X, y, "sigmoid", 0.0025)
+    report = backward_signal.setup_report(params, X, 100 * X, y, "sigmoid")
     assert report["saturated"] <= report["first_saturated_raw"] and 0 < report["first_saturated_raw"] <= 1
     assert "saturated" not in backward_signal.setup_report(params, X, X, y, "relu")
+
+
+def test_typical_gain_estimates_the_signal_ratio_of_a_wide_stack():
+    rng = np.random.default_rng(1)
+    params = models.init_mlp([4] + [200] * 6 + [1], "glorot", rng)
+    report = backward_signal.layer_report(params, rng.normal(size=(50, 4)), rng.normal(size=(50, 1)), "tanh")
+    assert 0.5 < report["signal_ratio"] / report["signal_estimate"] < 2
+    weights, slopes = [np.full((4, 4), 0.5)], [np.full((3, 4), 0.25)]  # ||W||_F / 2 = 1, rms slope 1/4
+    assert backward_signal.typical_gain(weights, slopes) == [0.25]

@@ -29,11 +29,12 @@ def same_sign_share(weight_grad):
 
 
 def layer_report(params, X, y, activation):
-    """Per hidden layer l = 1..D: "signal" ||dL/dz_l||, "weights" ||dL/dW_l||; their first/last
-    ratios; over layers 2..D (whose inputs are activations) "same_sign" and "slope_mean", the mean
-    slope f'(z_l) over units and examples; and the pass itself ("graph")."""
+    """Per hidden layer l = 1..D: "signal" ||dL/dz_l||, "weights" ||dL/dW_l||, "slope_means" (the
+    mean slope f'(z_l) over units and examples); the first/last ratios of signal and weights; over
+    layers 2..D (whose inputs are activations) "same_sign" and "slope_mean"; "signal_estimate",
+    the typical-gain estimate of signal_ratio (see `typical_gain`); and the pass itself ("graph")."""
     tensors, inputs, zs, hs = backward_pass(params, X, y, activation)
-    slopes = [diagnostics.local_slope(activation, h.data) for h in hs[1:]]
+    slopes = [diagnostics.local_slope(activation, h.data) for h in hs]
     signal = [float(np.linalg.norm(z.grad)) for z in zs]
     weights = [float(np.linalg.norm(t.grad)) for t in tensors[0:-2:2]]
     return {
@@ -42,17 +43,34 @@ def layer_report(params, X, y, activation):
         "weights": weights,
         "weight_ratio": weights[0] / weights[-1],
         "same_sign": float(np.mean([same_sign_share(t.grad) for t in tensors[2:-2:2]])),
-        "slope_mean": float(np.mean(slopes)),
+        "slope_means": [float(np.mean(slope)) for slope in slopes],
+        "slope_mean": float(np.mean(slopes[1:])),
+        "signal_estimate": float(np.prod(typical_gain([t.data for t in tensors[2:-2:2]], slopes[:-1]))),
         "graph": (tensors, inputs, zs, hs),
     }
 
 
-def setup_report(params, X, X_raw, y, activation, below=None):
-    """layer_report(params, X, y, activation), plus, for a saturating activation (`below`: the slope
-    under which a unit counts as saturated), the saturated share of all hidden layers
-    ("saturated"), of layer 1 ("first_saturated") and of layer 1 on the inputs X_raw
+def typical_gain(weights, slopes):
+    """Per layer, the factor by which ||dL/dz_{l+1}|| typically becomes ||dL/dz_l||, given
+    weights = [W_2, ..., W_D] and slopes = [f'(z_1), ..., f'(z_{D-1})] (arrays):
+    ||W_{l+1}||_F / sqrt(fan_out) * rms f'(z_l). It is exact in expectation for a gradient whose
+    entries are independent of W_{l+1}'s and of the slopes (the variance argument of Glorot and
+    Bengio, 2010); for square n x n layers with weight std s the first factor is about s sqrt(n)."""
+    return [
+        float(np.linalg.norm(W) / np.sqrt(W.shape[1]) * np.sqrt(np.mean(np.square(slope))))
+        for W, slope in zip(weights, slopes, strict=True)
+    ]
+
+
+SATURATED_BELOW = {"sigmoid": 0.25 / 100, "tanh": 1 / 100}  # 1% of the largest slope: |z| > 6, |z| > 3
+
+
+def setup_report(params, X, X_raw, y, activation):
+    """layer_report(params, X, y, activation), plus, for a saturating activation (a unit counts as
+    saturated where its slope is below SATURATED_BELOW[activation]), the saturated share of all
+    hidden layers ("saturated"), of layer 1 ("first_saturated") and of layer 1 on the inputs X_raw
     ("first_saturated_raw")."""
-    report = layer_report(params, X, y, activation)
+    report, below = layer_report(params, X, y, activation), SATURATED_BELOW.get(activation)
     if below:
         zs, raw = [z.data for z in report["graph"][2]], models.mlp(params, X_raw, activation, True)[1]
         for key, values in (("saturated", zs), ("first_saturated", zs[:1]), ("first_saturated_raw", raw[:1])):
