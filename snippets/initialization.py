@@ -35,10 +35,12 @@ LABELS |= {"glorot": "Glorot", "he": "He", "orthogonal": "orthogonal"}
 ACTIVATIONS = ["tanh", "relu"]
 SPECTRUM = [("tanh", "glorot"), ("tanh", "orthogonal"), ("relu", "he"), ("relu", "orthogonal")]
 SATURATED_SLOPE = 0.01  # a tanh unit is saturated below 1% of its largest slope, as in saturation.py
+ZERO_SV = 1e-10  # a singular value below this times the largest counts as numerically zero
 SYM_VALUE, SYM_LR = 0.3, 0.1  # the equal start's weights and its gradient-descent step
 settings = dict(depth=depth, width=width, batch=batch, naive_std=args.naive_std, large_std=args.large_std)
 settings |= dict(sym_width=args.sym_width, sym_steps=args.sym_steps, sym_value=SYM_VALUE, sym_lr=SYM_LR)
-for key, value in (settings | {"saturated_slope": SATURATED_SLOPE}).items():  # quoted by the chapter
+settings |= dict(saturated_slope=SATURATED_SLOPE, zero_sv=ZERO_SV)
+for key, value in settings.items():  # quoted by the chapter
     results.number(key, value, f"setting: {key}")
 
 # %% [markdown]
@@ -62,7 +64,7 @@ def measure(activation, init, seed):
     if (activation, init) in SPECTRUM:  # of dh_D/dh_0 at the batch's first input
         singular = inits.jacobian_singular_values(params[0:-2:2], [slope[0] for slope in run["slopes"]])
         run |= {"singular": singular, "sv_spread": singular[0] / np.median(singular)}
-        run["sv_zero"] = np.mean(singular < 1e-10 * singular[0])  # numerically zero
+        run["sv_zero"] = np.mean(singular < ZERO_SV * singular[0])
     return run
 
 
@@ -145,8 +147,9 @@ spreads |= {f"ratio_relu_{i}": v for i, v in ratios.items()}  # |dL/dW_1| / |dL/
 for key, values in spreads.items():
     results.spread(key, values, "ReLU: max/min Var over layers (He), or |dL/dW_1|/|dL/dW_last|", rtol=1e-4)
 sv = {f"{key}_{a}_{i}": seeds_of(a, i, key) for a, i in SPECTRUM for key in ("sv_spread", "sv_zero")}
-for key, values in sv.items():
-    results.spread(key, values, "Jacobian: largest / median singular value, or share zero", rtol=1e-4)
+for key, values in sv.items():  # ZERO_SV lies inside a continuous spectrum: one value may cross it
+    if not key.startswith("sv_spread_relu"):  # ReLU's median singular value is rounding noise
+        results.spread(key, values, "Jacobian: max/median sv, share zero", rtol=1e-4, atol=2 / width)
 saturated, backward = seeds_of("tanh", "large", "saturated"), seeds_of("tanh", "large", "backward")
 orthogonal_off = max(abs(F[a, "orthogonal"] / F[a, i] - 1).max() for a, i in SPECTRUM[::2])
 small_max = max(F[a, "small"].max() for a in ACTIVATIONS)
@@ -218,8 +221,7 @@ results.claim("random_fits_better", bool(np.all(random < equal)), text, {"equal"
 
 # %% [markdown]
 # ## Is it backprop?
-# The small-scale tanh network's first-layer gradient by reverse mode, forward mode, central
-# differences and the complex step, on a copy `check_width` units wide (they cost passes per weight).
+# The small-scale tanh net's first-layer gradient by four methods, on a copy `check_width` units wide.
 
 # %%
 check_width, exact, central, grad_rms = 8, [], [], []
@@ -240,8 +242,8 @@ results.spread("check_grad_rms", grad_rms, "small copy: RMS first-layer gradient
 results.spread("check_exact", exact, "reverse vs forward mode and complex step", atol=1e-9)
 results.spread("check_central", central, "reverse vs central differences", atol=1e-5)
 text = "reverse mode agrees with forward mode and the complex step to 1e-9, with central differences to 1e-5"
-holds = max(exact) < 1e-9 and max(central) < 1e-5
-results.claim("methods_agree", holds, text, {"exact": exact, "central": central})
+agree = max(exact) < 1e-9 and max(central) < 1e-5
+results.claim("methods_agree", agree, text, {"exact": exact, "central": central})
 
 # %%
 results.save()
