@@ -71,7 +71,7 @@ def test_claims_hold_on_other_seeds(name, seed, snippet_results, other_seed_resu
 @pytest.mark.parametrize("name", NAMES)
 def test_bad_argument_is_a_one_line_error(name):
     run = subprocess.run(
-        [sys.executable, f"snippets/{name}.py", "--no-such-option"],
+        [sys.executable, str(runner.snippet_path(name)), "--no-such-option"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -82,7 +82,7 @@ def test_bad_argument_is_a_one_line_error(name):
 
 
 def test_drift_detector_fails_on_a_perturbed_number(snippet_results, tmp_path):
-    name, result = next(iter(snippet_results.items()))
+    name, result = next((n, r) for n, r in dict.items(snippet_results) if isinstance(r, runner.Result))
     document = result.document
     key, entry = next((k, e) for k, e in document["numbers"].items() if not isinstance(e["value"], bool))
     (tmp_path / "chapter.md").write_text(f"The value is {{{{ {name}.{key}:.3g }}}}.\n")
@@ -97,7 +97,7 @@ def test_drift_detector_fails_on_a_perturbed_number(snippet_results, tmp_path):
 
 
 def test_drift_detector_reports_new_and_vanished_numbers(snippet_results, tmp_path):
-    _name, result = next(iter(snippet_results.items()))
+    _name, result = next((n, r) for n, r in dict.items(snippet_results) if isinstance(r, runner.Result))
     recorded = dict(result.numbers)
     vanished = recorded.pop(next(iter(recorded)))
     recorded["no_longer_computed"] = vanished
@@ -136,7 +136,7 @@ def test_record_keeps_values_within_tolerance_and_rewrites_the_others(tmp_path, 
 
 
 ALLOWED_IMPORTS = {"numpy", "matplotlib", "gradlab"} | set(sys.stdlib_module_names)
-FRAMEWORK_IMPORTS = ALLOWED_IMPORTS | {"torch", "jax", "probe_torch"}
+FRAMEWORK_IMPORTS = ALLOWED_IMPORTS | {"torch", "jax"} | {p.stem for p in runner.framework_modules()}
 
 
 def imported_modules(path) -> set[str]:
