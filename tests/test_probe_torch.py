@@ -10,6 +10,7 @@ torch = pytest.importorskip("torch")
 sys.path.insert(0, str(ROOT / "snippets" / "frameworks"))
 import probe_torch  # noqa: E402
 from torch import nn  # noqa: E402
+from torch_cases import CopyingSGD  # noqa: E402  (the 2024 MPS bug's mechanism, as the page runs it)
 
 torch.set_num_threads(1)
 
@@ -87,21 +88,6 @@ def test_a_parameter_the_optimizer_skips_is_flagged_frozen():
     optimizer = torch.optim.SGD([p for p in model.parameters() if id(p) not in skipped], lr=0.1)
     flagged = probe_torch.flags(probe_torch.layer_report(model, nn.MSELoss(), X, y, optimizer))
     assert flagged == [("0.weight", "frozen")]
-
-
-class CopyingSGD(torch.optim.Optimizer):
-    """The 2024 MPS bug's mechanism: the update is written into a contiguous copy of a
-    non-contiguous parameter and never copied back."""
-
-    def __init__(self, params, lr):
-        super().__init__(params, {"lr": lr})
-
-    @torch.no_grad()
-    def step(self):
-        for group in self.param_groups:
-            for p in group["params"]:
-                target = p.contiguous()  # a copy when p is not contiguous
-                target.add_(p.grad, alpha=-group["lr"])
 
 
 def test_a_non_contiguous_parameter_updated_through_a_copy_is_flagged_frozen():
