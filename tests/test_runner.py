@@ -146,5 +146,6 @@ def test_one_broken_snippet_fails_only_the_tests_that_ask_for_it(tmp_path):
     broken.write_text(BOOM)
     results = Results(runner.run_all([good, broken], cache=tmp_path / "cache", strict=False))
     assert results["good"].numbers == {"answer": 7}
-    with pytest.raises(pytest.fail.Exception, match=r"(?s)snippets/broken.py failed to run:.*boom on purpose"):
+    failed = r"(?s)snippets/broken.py failed to run:.*boom on purpose"
+    with pytest.raises(pytest.fail.Exception, match=failed):
         results["broken"]
