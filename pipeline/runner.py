@@ -63,6 +63,11 @@ class Result:
         return self.document.get("claims", {})
 
     @property
+    def twins(self) -> dict:
+        """``{key: {"of": "snippet.key", "rtol", "atol", "reason"}}`` of a framework script."""
+        return self.document.get("twins", {})
+
+    @property
     def figures(self) -> dict:
         """``{key: {"alt": ..., "title": ...}}``; files are ``key.svg`` and ``key-dark.svg``."""
         return self.document["figures"]

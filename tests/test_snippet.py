@@ -128,3 +128,18 @@ def test_with_a_setting_changed_a_failing_claim_is_a_note(tmp_path, capsys, monk
         else:
             results.save()
             assert "with --lr changed, these sentences of the chapter do not hold" in capsys.readouterr().err
+
+
+def test_a_twin_is_a_number_with_what_it_mirrors_and_why(tmp_path):
+    results = snippet.Results("demo_torch", tmp_path)
+    results.twin(
+        "ratio", 2.0, "a ratio", of="demo.ratio", rtol=1e-12, atol=0.0, reason="float64, same kernels"
+    )
+    assert results.numbers["ratio"]["value"] == 2.0
+    assert results.twins == {
+        "ratio": {"of": "demo.ratio", "rtol": 1e-12, "atol": 0.0, "reason": "float64, same kernels"}
+    }
+    with pytest.raises(ValueError, match="snippet.key"):
+        results.twin("other", 1.0, "x", of="ratio", rtol=0.1, atol=0.0, reason="r")
+    with pytest.raises(ValueError, match="reason"):
+        results.twin("third", 1.0, "x", of="demo.ratio", rtol=0.1, atol=0.0, reason=" ")

@@ -124,6 +124,7 @@ class Results:
         self.numbers: dict[str, dict] = {}
         self.figures: dict[str, dict] = {}
         self.claims: dict[str, dict] = {}
+        self.twins: dict[str, dict] = {}
 
     def number(self, key: str, value, about: str, rtol: float = 1e-6, atol: float = 0.0):
         """Record a number the chapter may quote as ``{{ NAME.key }}``.
@@ -164,6 +165,18 @@ class Results:
         for suffix, value in zip(("median", "min", "max"), summary, strict=True):
             self.number(f"{key}_{suffix}", value, f"{about} ({suffix} over seeds)", rtol=rtol, atol=atol)
         return summary
+
+    def twin(self, key: str, value, about: str, of: str, rtol: float, atol: float, reason: str):
+        """Record a framework script's number that mirrors a numpy snippet's number ``of``
+        (``"snippet.key"``): the tests compare the two within ``rtol``/``atol``, and ``reason``
+        says why that tolerance (dtype, another kernel's rounding, a chaotic forward pass)."""
+        if not re.fullmatch(r"[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*", of):
+            raise ValueError(f"twin {key!r}: of={of!r} must be 'snippet.key'")
+        if not reason.strip():
+            raise ValueError(f"twin {key!r} needs the reason for its tolerance")
+        value = self.number(key, value, about, rtol=max(rtol, 1e-6), atol=atol)
+        self.twins[key] = {"of": of, "rtol": float(rtol), "atol": float(atol), "reason": reason.strip()}
+        return value
 
     def claim(self, name: str, holds, statement: str, values: dict | None = None) -> bool:
         """State a sentence the chapter derives from the numbers, as a checked condition.
@@ -234,6 +247,7 @@ class Results:
                 name: {"holds": c["holds"], "statement": c["statement"]} for name, c in self.claims.items()
             },
             "figures": self.figures,
+            **({"twins": self.twins} if self.twins else {}),
         }
         path = self.out / "numbers.json"
         path.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
