@@ -139,7 +139,7 @@ def test_a_twin_is_a_number_with_what_it_mirrors_and_why(tmp_path):
     assert results.twins == {
         "ratio": {"of": "demo.ratio", "rtol": 1e-12, "atol": 0.0, "reason": "float64, same kernels"}
     }
-    with pytest.raises(ValueError, match="snippet.key"):
+    with pytest.raises(ValueError, match=r"snippet\.key"):
         results.twin("other", 1.0, "x", of="ratio", rtol=0.1, atol=0.0, reason="r")
     with pytest.raises(ValueError, match="reason"):
         results.twin("third", 1.0, "x", of="demo.ratio", rtol=0.1, atol=0.0, reason=" ")
