@@ -1,0 +1,99 @@
+"""Stable formulations in JAX: log(softmax) against jax.nn.log_softmax, log_sigmoid, logsumexp's gradient.
+
+The numpy snippet stable_softmax.py measures where each program for the cross-entropy fails with
+gradlab; this script runs JAX's own functions on the same logits in float64 and records the
+numbers beside gradlab's. Quoted by docs/stable-formulations.md.
+"""
+
+# %%
+import decimal
+import sys
+from pathlib import Path
+
+if "__file__" in globals():  # run as a script: gradlab lives one folder up
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import jax
+import jax.numpy as jnp
+from gradlab import snippet
+
+parser = snippet.parser(__doc__)
+args, results = snippet.parse(parser)
+jax.config.update("jax_enable_x64", True)
+results.number("jax_version", float(".".join(jax.__version__.split(".")[:2])), "JAX")
+C, LABEL, CONFIDENT = 1000.0, 2, 50.0  # the numpy snippet's defaults
+
+# %%
+# --8<-- [start:core]
+z = C * jnp.array([1.0, 0.0, -1.0])  # float64; the true class is the smallest logit
+
+
+def naive(z):  # the max-subtracting softmax, then a log
+    return -jnp.log(jax.nn.softmax(z))[LABEL]
+
+
+def stable(z):  # log_softmax = z - logsumexp(z): never the log of a probability
+    return -jax.nn.log_softmax(z)[LABEL]
+
+
+naive_loss, naive_grad = jax.value_and_grad(naive)(z)
+stable_loss, stable_grad = jax.value_and_grad(stable)(z)
+exact = jax.nn.softmax(z) - jax.nn.one_hot(LABEL, 3)
+lse_grad = jax.grad(jax.nn.logsumexp)(z)  # max under stop_gradient: the softmax, finite
+bce = -jax.nn.log_sigmoid(jnp.array(CONFIDENT))  # label 1: softplus(-z)
+# --8<-- [end:core]
+nan_fraction = float(jnp.isnan(naive_grad).mean())
+error = float(jnp.abs(stable_grad - exact).max())
+lse_error = float(jnp.abs(lse_grad - jax.nn.softmax(z)).max())
+print(f"c = {C:g}: log(softmax) loss {naive_loss}, NaN gradient entries {nan_fraction:.0%}")
+print(f"log_softmax loss {stable_loss}, gradient {stable_grad}; logsumexp gradient {lse_grad}")
+print(f"-log_sigmoid({CONFIDENT:g}) = {float(bce)!r}")
+results.number("naive_loss_inf", bool(naive_loss == jnp.inf), "log(softmax) loss is +inf at c")
+results.twin(
+    "softmax_then_log_nan_float64",
+    nan_fraction,
+    "log(softmax): fraction of NaN gradient entries",
+    of="stable_softmax.softmax_then_log_nan_float64",
+    rtol=0,
+    atol=0,
+    reason="a fraction of NaN entries of 3: must be equal",
+)
+results.twin(
+    "stable_grad_error_float64",
+    error,
+    "log_softmax: max |grad - (softmax - one_hot)|",
+    of="stable_softmax.stable_grad_error_float64",
+    rtol=0,
+    atol=1e-15,
+    reason="float64, another kernel's rounding: at most one ulp of entries of size <= 1",
+)
+results.number("stable_loss", float(stable_loss), "-log_softmax(z)[y] at c (= 2c)", rtol=1e-12)
+results.number("lse_grad_error", lse_error, "max |grad logsumexp - softmax|", atol=1e-15)
+results.twin(
+    "bce_stable_float64",
+    float(bce),
+    "-log_sigmoid(z), float64",
+    of="stable_softmax.bce_stable_float64",
+    rtol=1e-12,
+    atol=0,
+    reason="float64, log1p(exp(-z)) in XLA; libm's exp may differ in the last bit",
+)
+decimal.getcontext().prec = 60
+reference = float((1 + decimal.Decimal(-CONFIDENT).exp()).ln())  # log(1 + e^-z), 60 digits
+results.claim(
+    "jax_like_gradlab",
+    bool(naive_loss == jnp.inf)
+    and nan_fraction == 1
+    and error < 1e-15
+    and float(stable_loss) == 2 * C
+    and bool(jnp.isfinite(lse_grad).all())
+    and lse_error < 1e-15
+    and abs(float(bce) / reference - 1) < 1e-12,
+    "In JAX, log(softmax) gives an infinite loss and an all-NaN gradient at c = 1000; jax.nn.log_softmax "
+    "the finite loss 2c and the gradient softmax - one_hot; jax.nn.logsumexp's gradient is finite and "
+    "equals the softmax to 1e-15; -log_sigmoid(50) matches the decimal reference to 1e-12.",
+    {"naive": float(naive_loss), "nan": nan_fraction, "error": error, "lse": lse_error, "bce": float(bce)},
+)
+
+# %%
+results.save()
