@@ -1,0 +1,123 @@
+"""Saturating sigmoids in PyTorch: the backward signal of the Glorot sigmoid stack, and sigma'(37).
+
+The same stack, weights and inputs as snippets/saturation.py (built with gradlab from the same
+seeds), its backward-signal ratio ||dL/dz_1|| / ||dL/dz_D|| by autograd, and torch.sigmoid's
+slope at z = 37 and 40. Quoted by docs/saturating-sigmoids.md.
+"""
+
+# %%
+import sys
+from pathlib import Path
+
+if "__file__" in globals():  # run as a script: gradlab lives one folder up
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np
+import torch
+from gradlab import backward_signal, engine, models, snippet
+
+parser = snippet.parser(__doc__)
+args, results = snippet.parse(parser)
+torch.set_num_threads(1)
+for part, name in zip(
+    torch.__version__.split("+")[0].split(".")[:3], ("major", "minor", "patch"), strict=True
+):
+    results.number(f"torch_{name}", int(part), f"PyTorch version, {name}")
+
+# %% [markdown]
+# ## The stack: gradlab's arrays, PyTorch's autograd
+# `retain_grad()` keeps $\partial L/\partial z_l$ of every hidden layer.
+
+# %%
+DEPTH, WIDTH, N_INPUTS, BATCH = 10, 32, 4, 32  # saturation.py's defaults
+sizes = [N_INPUTS] + [WIDTH] * DEPTH + [1]
+
+
+def draw(seed):  # exactly saturation.py's draw(): the raw inputs are drawn too, to keep the stream
+    generator = np.random.default_rng(seed)
+    X = generator.normal(size=(BATCH, N_INPUTS))
+    generator.normal(size=(BATCH, N_INPUTS))
+    y = generator.normal(size=(BATCH, 1))
+    return X, y, backward_signal.rescaled(models.init_mlp(sizes, 1.0, generator), "glorot")
+
+
+# --8<-- [start:core]
+def signal_ratio(params, X, y):
+    """||dL/dz_1|| / ||dL/dz_D|| for L = mean((mlp(X) - y)^2), by loss.backward()."""
+    h, zs = torch.from_numpy(X), []
+    *hidden, (W_out, b_out) = zip(params[0::2], params[1::2], strict=True)
+    for W, b in hidden:
+        z = h @ W + b
+        z.retain_grad()  # keep dL/dz_l, an intermediate, after backward()
+        zs.append(z)
+        h = torch.sigmoid(z)
+    loss = torch.mean((h @ W_out + b_out - torch.from_numpy(y)) ** 2)
+    loss.backward()
+    return (zs[0].grad.norm() / zs[-1].grad.norm()).item()
+
+
+# sigma'(z) far out: autograd's rule is written from the output, y (1 - y)
+z = torch.tensor([37.0, 40.0], dtype=torch.float64, requires_grad=True)
+torch.sigmoid(z).sum().backward()
+slope_reverse = z.grad
+_, slope_forward = torch.func.jvp(torch.sigmoid, (z.detach(),), (torch.ones(2, dtype=torch.float64),))
+slope_formula = torch.sigmoid(z.detach()) * torch.sigmoid(-z.detach())  # gradlab's sigma(z) sigma(-z)
+# --8<-- [end:core]
+
+# %% [markdown]
+# ## On every seed, against gradlab's reverse mode
+
+# %%
+draws = [draw(seed) for seed in snippet.seeds(args.seed)]
+ratios = np.array([signal_ratio([torch.tensor(p, requires_grad=True) for p in P], X, y) for X, y, P in draws])
+gradlab_ratios = np.array(
+    [backward_signal.layer_report(P, X, y, "sigmoid")["signal_ratio"] for X, y, P in draws]
+)
+gap = np.abs(ratios / gradlab_ratios - 1)
+print("seed  torch signal ratio   gradlab            rel. gap")
+for seed, r, g, e in zip(snippet.seeds(args.seed), ratios, gradlab_ratios, gap, strict=True):
+    print(f"{seed:4d}  {r:.15e}  {g:.15e}  {e:.1e}")
+summary = dict(zip(("median", "min", "max"), (np.median(ratios), ratios.min(), ratios.max()), strict=True))
+for suffix, value in summary.items():
+    results.twin(
+        f"signal_ratio_glorot_{suffix}", value, f"Glorot sigmoid stack, autograd: signal ratio ({suffix})",
+        of=f"saturation.signal_ratio_glorot_{suffix}", rtol=1e-12, atol=0,
+        reason="float64, same formula; another matmul and exp kernel round differently through 10 layers",
+    )  # fmt: skip
+results.number("signal_gap", gap.max(), "largest relative gap to gradlab's ratio, over seeds", atol=1e-12)
+results.claim(
+    "autograd_matches_gradlab", bool(gap.max() < 1e-12),
+    "On every seed PyTorch's autograd and gradlab's reverse mode give the same signal ratio to 1e-12.",
+    {"gap": gap},
+)  # fmt: skip
+
+# %%
+far = engine.Tensor(np.array([37.0, 40.0]))
+far.sigmoid().sum().backward()  # gradlab's rule sigma(z) sigma(-z)
+for i, at in enumerate((37, 40)):
+    results.number(f"slope{at}_reverse", slope_reverse[i].item(), f"torch.sigmoid backward at z = {at}")
+    results.number(f"slope{at}_forward", slope_forward[i].item(), f"torch.func.jvp of sigmoid at z = {at}")
+    results.number(f"slope{at}_gradlab", far.grad[i], f"gradlab's sigma'({at})", rtol=1e-14)
+results.twin(
+    "slope37_rule", slope_reverse[0].item(), "torch.sigmoid backward at z = 37", of="saturation.slope37_reverse_rule",
+    rtol=0, atol=0, reason="both compute the rule y (1 - y) from y = 1.0 exactly: 0",
+)  # fmt: skip
+formula_gap = np.abs(slope_formula.numpy() / far.grad - 1).max()
+results.claim(
+    "torch_slope_is_zero_far_out",
+    bool(torch.all(slope_reverse == 0) and torch.all(slope_forward == 0) and np.all(far.grad > 0))
+    and bool(formula_gap < 1e-14),
+    "At z = 37 and z = 40 torch.sigmoid's slope is exactly 0 in reverse and forward mode, where gradlab's "
+    "sigma(z) sigma(-z) is positive; torch.sigmoid(z) * torch.sigmoid(-z) matches gradlab's to 1e-14.",
+    {
+        "reverse": slope_reverse.numpy(),
+        "forward": slope_forward.numpy(),
+        "gradlab": far.grad,
+        "gap": formula_gap,
+    },
+)
+print(f"sigma'(37), sigma'(40): torch reverse {slope_reverse.tolist()}, forward {slope_forward.tolist()}, "
+      f"gradlab {far.grad.tolist()}")  # fmt: skip
+
+# %%
+results.save()
