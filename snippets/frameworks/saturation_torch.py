@@ -99,8 +99,9 @@ for i, at in enumerate((37, 40)):
     results.number(f"slope{at}_forward", slope_forward[i].item(), f"torch.func.jvp of sigmoid at z = {at}")
     results.number(f"slope{at}_gradlab", far.grad[i], f"gradlab's sigma'({at})", rtol=1e-14)
 results.twin(
-    "slope37_rule", slope_reverse[0].item(), "torch.sigmoid backward at z = 37", of="saturation.slope37_reverse_rule",
-    rtol=0, atol=0, reason="both compute the rule y (1 - y) from y = 1.0 exactly: 0",
+    "slope37_rule", slope_reverse[0].item(), "torch.sigmoid backward at z = 37",
+    of="saturation.slope37_reverse_rule", rtol=0, atol=0,
+    reason="both compute the rule y (1 - y) from y = 1.0 exactly: 0",
 )  # fmt: skip
 formula_gap = np.abs(slope_formula.numpy() / far.grad - 1).max()
 results.claim(
