@@ -1,0 +1,96 @@
+"""Clipping the wrong thing in PyTorch: clamp(delta, -1, 1)^2 against nn.HuberLoss.
+
+The same TD errors as snippets/clipped_error.py (Student-t draws from the same seeds): the share
+of examples whose gradient is exactly zero, and Huber's gradient against the clipped residual.
+Quoted by docs/clipping-the-wrong-thing.md.
+"""
+
+# %%
+import sys
+from pathlib import Path
+
+if "__file__" in globals():  # run as a script: gradlab lives one folder up
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np
+import torch
+from gradlab import engine, ops, snippet
+from torch import nn
+
+parser = snippet.parser(__doc__)
+args, results = snippet.parse(parser)
+torch.set_num_threads(1)
+for part, name in zip(
+    torch.__version__.split("+")[0].split(".")[:3], ("major", "minor", "patch"), strict=True
+):
+    results.number(f"torch_{name}", int(part), f"PyTorch version, {name}")
+BATCH, DOF = 256, 2.0  # clipped_error.py's defaults
+
+
+# %% [markdown]
+# ## Per-example gradients of the two losses
+# The prediction is the TD error itself and the target 0, so delta is the drawn error exactly.
+
+
+# %%
+# --8<-- [start:core]
+def per_example_gradients(td_errors):
+    """d loss / d prediction for every example: clamped-then-squared, Huber, and the clipped residual."""
+    prediction = torch.tensor(td_errors, requires_grad=True)
+    target = torch.zeros_like(prediction)
+    delta = prediction - target
+    (0.5 * delta.clamp(-1, 1) ** 2).sum().backward()  # the bug: clip the error, then square
+    clipped = prediction.grad.clone()
+    prediction.grad = None
+    nn.HuberLoss(reduction="sum", delta=1.0)(prediction, target).backward()  # the fix
+    return clipped, prediction.grad, delta.detach().clamp(-1, 1)
+
+
+# --8<-- [end:core]
+zero, gaps, same_as_gradlab, at_bound = [], [], True, 0
+for seed in snippet.seeds(args.seed):
+    td_errors = np.random.default_rng(seed).standard_t(DOF, size=BATCH)  # clipped_error.py's first draw
+    clipped, huber, residual = per_example_gradients(td_errors)
+    zero.append((clipped == 0).double().mean().item())
+    gaps.append((huber - residual).abs().max().item())
+    gradlab = engine.grad(lambda p: ops.sum(0.5 * ops.clip(p[0], -1.0, 1.0) ** 2), [td_errors])[0]
+    same_as_gradlab &= bool(np.array_equal(clipped.numpy(), gradlab))
+    at_bound += int(np.sum(np.abs(td_errors) == 1))
+zero = np.array(zero)
+for suffix, value in zip(("median", "min", "max"), (np.median(zero), zero.min(), zero.max()), strict=True):
+    results.twin(
+        f"zero_fraction_{suffix}", value, f"share of examples with exactly zero gradient ({suffix})",
+        of=f"clipped_error.zero_fraction_{suffix}", rtol=0, atol=0,
+        reason="the same float64 errors; an exact zero is counted, no rounding enters",
+    )  # fmt: skip
+results.number("huber_gap", max(gaps), "largest |Huber gradient - clamp(delta)| over seeds", atol=1e-15)
+results.number("errors_at_bound", at_bound, "TD errors exactly at +-1, all seeds")
+
+# %% [markdown]
+# ## At the bound: torch.clamp passes the gradient at +-1, gradlab's clip does not
+
+# %%
+bound = torch.tensor([-1.0, 1.0], dtype=torch.float64, requires_grad=True)
+(0.5 * bound.clamp(-1, 1) ** 2).sum().backward()
+gradlab_bound = engine.grad(lambda p: ops.sum(0.5 * ops.clip(p[0], -1.0, 1.0) ** 2), [np.array([-1.0, 1.0])])[
+    0
+]
+results.number("grad_at_one", bound.grad[1].item(), "torch: d/d delta of clamp(delta)^2 / 2 at delta = 1")
+results.number("gradlab_grad_at_one", gradlab_bound[1], "gradlab: the same at delta = 1")
+print(f"zero share {zero}, Huber gap {max(gaps)}, at bound {at_bound}, grad at +-1: {bound.grad.tolist()}")
+results.claim(
+    "clamp_matches_gradlab", same_as_gradlab and max(gaps) == 0 and at_bound == 0,
+    "On every seed the clamped loss's gradient in PyTorch equals gradlab's exactly on every example, and "
+    "nn.HuberLoss's gradient equals the clipped residual clamp(delta, -1, 1) exactly; no error sits at +-1.",
+    {"gaps": gaps, "at_bound": at_bound},
+)  # fmt: skip
+results.claim(
+    "clamp_passes_at_bound",
+    bool(torch.equal(bound.grad, bound.detach())) and bool(np.all(gradlab_bound == 0)),
+    "At delta = +-1 exactly, torch.clamp passes the gradient (d/d delta = delta = +-1); "
+    "gradlab's clip gives 0.",
+    {"torch": bound.grad.numpy(), "gradlab": gradlab_bound},
+)  # fmt: skip
+
+# %%
+results.save()
