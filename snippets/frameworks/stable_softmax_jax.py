@@ -23,6 +23,12 @@ jax.config.update("jax_enable_x64", True)
 results.number("jax_version", float(".".join(jax.__version__.split(".")[:2])), "JAX")
 C, LABEL, CONFIDENT = 1000.0, 2, 50.0  # the numpy snippet's defaults
 
+# %% [markdown]
+# ## The same logits through JAX's functions
+# $z = c\,[1, 0, -1]$ with $c = 1000$ and true class 2, as in the numpy snippet: the softmax
+# followed by a log, against `jax.nn.log_softmax`; the gradient of `jax.nn.logsumexp`; and the
+# binary loss at $z = 50$ from `jax.nn.log_sigmoid`.
+
 # %%
 # --8<-- [start:core]
 z = C * jnp.array([1.0, 0.0, -1.0])  # float64; the true class is the smallest logit

@@ -24,6 +24,12 @@ results.number("torch_version", float(".".join(torch.__version__.split(".")[:2])
 C, LABEL, CONFIDENT, WRONG = 1000.0, 2, 50.0, -200.0  # the numpy snippet's defaults
 
 
+# %% [markdown]
+# ## The same logits through PyTorch's functions
+# $z = c\,[1, 0, -1]$ with $c = 1000$ and true class 2, as in the numpy snippet: the softmax
+# followed by a log, against `F.cross_entropy`; then the binary losses at $z = 50$ and $z = -200$.
+
+
 # %%
 # --8<-- [start:core]
 def loss_and_grad(loss_fn, z):
