@@ -1,0 +1,98 @@
+"""Clipping the wrong thing in JAX: jnp.clip(delta, -1, 1)^2 against a Huber loss written with jnp.where.
+
+The same TD errors as snippets/clipped_error.py (Student-t draws from the same seeds): the share
+of examples whose gradient is exactly zero, and Huber's gradient against the clipped residual.
+Quoted by docs/clipping-the-wrong-thing.md.
+"""
+
+# %%
+import sys
+from pathlib import Path
+
+if "__file__" in globals():  # run as a script: gradlab lives one folder up
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import jax
+
+jax.config.update("jax_enable_x64", True)  # float64, as gradlab
+import jax.numpy as jnp
+import numpy as np
+from gradlab import engine, ops, snippet
+
+parser = snippet.parser(__doc__)
+args, results = snippet.parse(parser)
+for part, name in zip(jax.__version__.split(".")[:3], ("major", "minor", "patch"), strict=True):
+    results.number(f"jax_{name}", int(part), f"JAX version, {name}")
+BATCH, DOF = 256, 2.0  # clipped_error.py's defaults
+
+
+# %% [markdown]
+# ## Per-example gradients of the two losses
+# Each example's loss depends on its own error only, so jax.grad of the sum gives them all.
+
+
+# %%
+# --8<-- [start:core]
+def clipped_loss(delta):  # the bug: clip the error, then square
+    return jnp.sum(0.5 * jnp.clip(delta, -1, 1) ** 2)
+
+
+def huber_loss(delta):  # the fix, threshold 1
+    return jnp.sum(jnp.where(jnp.abs(delta) <= 1, 0.5 * delta**2, jnp.abs(delta) - 0.5))
+
+
+def per_example_gradients(td_errors):
+    """d loss / d delta for every example: clipped-then-squared, Huber, and the clipped residual."""
+    delta = jnp.asarray(td_errors)
+    return jax.grad(clipped_loss)(delta), jax.grad(huber_loss)(delta), jnp.clip(delta, -1, 1)
+
+
+# --8<-- [end:core]
+zero, gaps, same_as_gradlab, at_bound = [], [], True, 0
+for seed in snippet.seeds(args.seed):
+    td_errors = np.random.default_rng(seed).standard_t(DOF, size=BATCH)  # clipped_error.py's first draw
+    clipped, huber, residual = per_example_gradients(td_errors)
+    zero.append(float(jnp.mean(clipped == 0)))
+    gaps.append(float(jnp.max(jnp.abs(huber - residual))))
+    gradlab = engine.grad(lambda p: ops.sum(0.5 * ops.clip(p[0], -1.0, 1.0) ** 2), [td_errors])[0]
+    same_as_gradlab &= bool(np.array_equal(np.asarray(clipped), gradlab))
+    at_bound += int(np.sum(np.abs(td_errors) == 1))
+zero = np.array(zero)
+for suffix, value in zip(("median", "min", "max"), (np.median(zero), zero.min(), zero.max()), strict=True):
+    results.twin(
+        f"zero_fraction_{suffix}", value, f"share of examples with exactly zero gradient ({suffix})",
+        of=f"clipped_error.zero_fraction_{suffix}", rtol=0, atol=0,
+        reason="the same float64 errors; an exact zero is counted, no rounding enters",
+    )  # fmt: skip
+results.number("huber_gap", max(gaps), "largest |Huber gradient - clip(delta)| over seeds", atol=1e-15)
+results.number("errors_at_bound", at_bound, "TD errors exactly at +-1, all seeds")
+
+# %% [markdown]
+# ## At the bound: what jnp.clip's gradient is at exactly +-1
+
+# %%
+bound = jnp.array([-1.0, 1.0])
+at_one = jax.grad(clipped_loss)(bound)
+gradlab_bound = engine.grad(lambda p: ops.sum(0.5 * ops.clip(p[0], -1.0, 1.0) ** 2), [np.array([-1.0, 1.0])])[
+    0
+]
+results.number("grad_at_one", float(at_one[1]), "jax: d/d delta of clip(delta)^2 / 2 at delta = 1")
+results.number("gradlab_grad_at_one", gradlab_bound[1], "gradlab: the same at delta = 1")
+print(f"zero share {zero}, Huber gap {max(gaps)}, at bound {at_bound}, grad at +-1: {at_one.tolist()}")
+results.claim(
+    "clip_matches_gradlab", same_as_gradlab and max(gaps) == 0 and at_bound == 0,
+    "On every seed the clipped loss's gradient in JAX equals gradlab's exactly on every example, and the "
+    "jnp.where Huber's gradient equals the clipped residual jnp.clip(delta, -1, 1) exactly; "
+    "no error sits at +-1.",
+    {"gaps": gaps, "at_bound": at_bound},
+)  # fmt: skip
+results.claim(
+    "clip_halves_at_bound",
+    bool(np.array_equal(np.asarray(at_one), [-0.5, 0.5])) and bool(np.all(gradlab_bound == 0)),
+    "At delta = +-1 exactly, jnp.clip passes half the gradient (d/d delta = +-0.5: a tie between "
+    "min and max splits it); gradlab's clip gives 0.",
+    {"jax": np.asarray(at_one), "gradlab": gradlab_bound},
+)  # fmt: skip
+
+# %%
+results.save()
