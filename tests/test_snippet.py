@@ -143,3 +143,13 @@ def test_a_twin_is_a_number_with_what_it_mirrors_and_why(tmp_path):
         results.twin("other", 1.0, "x", of="ratio", rtol=0.1, atol=0.0, reason="r")
     with pytest.raises(ValueError, match="reason"):
         results.twin("third", 1.0, "x", of="demo.ratio", rtol=0.1, atol=0.0, reason=" ")
+
+
+def test_a_twin_spread_mirrors_median_min_and_max(tmp_path):
+    results = snippet.Results("demo_torch", tmp_path)
+    assert results.twin_spread(
+        "dead", [0.3, 0.1, 0.5], "dead share", of="demo.dead", rtol=0, atol=0, reason="exact"
+    )
+    assert set(results.twins) == {"dead_median", "dead_min", "dead_max"}
+    assert results.twins["dead_min"] == {"of": "demo.dead_min", "rtol": 0.0, "atol": 0.0, "reason": "exact"}
+    assert results.numbers["dead_max"]["value"] == 0.5 and results.numbers["n_seeds"]["value"] == 3

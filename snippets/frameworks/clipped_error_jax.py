@@ -57,13 +57,11 @@ for seed in snippet.seeds(args.seed):
     gradlab = engine.grad(lambda p: ops.sum(0.5 * ops.clip(p[0], -1.0, 1.0) ** 2), [td_errors])[0]
     same_as_gradlab &= bool(np.array_equal(np.asarray(clipped), gradlab))
     at_bound += int(np.sum(np.abs(td_errors) == 1))
-zero = np.array(zero)
-for suffix, value in zip(("median", "min", "max"), (np.median(zero), zero.min(), zero.max()), strict=True):
-    results.twin(
-        f"zero_fraction_{suffix}", value, f"share of examples with exactly zero gradient ({suffix})",
-        of=f"clipped_error.zero_fraction_{suffix}", rtol=0, atol=0,
-        reason="the same float64 errors; an exact zero is counted, no rounding enters",
-    )  # fmt: skip
+results.twin_spread(
+    "zero_fraction", zero, "share of examples with exactly zero gradient",
+    of="clipped_error.zero_fraction", rtol=0, atol=0,
+    reason="the same float64 errors; an exact zero is counted, no rounding enters",
+)  # fmt: skip
 results.number("huber_gap", max(gaps), "largest |Huber gradient - clip(delta)| over seeds", atol=1e-15)
 results.number("errors_at_bound", at_bound, "TD errors exactly at +-1, all seeds")
 

@@ -170,13 +170,32 @@ class Results:
         """Record a framework script's number that mirrors a numpy snippet's number ``of``
         (``"snippet.key"``): the tests compare the two within ``rtol``/``atol``, and ``reason``
         says why that tolerance (dtype, another kernel's rounding, a chaotic forward pass)."""
+        self._check_twin(key, of, reason)
+        value = self.number(key, value, about, rtol=max(rtol, 1e-6), atol=atol)
+        self.twins[key] = {"of": of, "rtol": float(rtol), "atol": float(atol), "reason": reason.strip()}
+        return value
+
+    def twin_spread(self, key: str, values, about: str, of: str, rtol: float, atol: float, reason: str):
+        """:meth:`spread` for a quantity measured once per seed whose median, min and max mirror
+        the numpy snippet's spread ``of`` (``"snippet.key"``, recorded there with ``spread``)."""
+        self._check_twin(key, of, reason)
+        summary = self.spread(key, values, about, rtol=max(rtol, 1e-6), atol=atol)
+        for suffix in ("median", "min", "max"):
+            twin = {
+                "of": f"{of}_{suffix}",
+                "rtol": float(rtol),
+                "atol": float(atol),
+                "reason": reason.strip(),
+            }
+            self.twins[f"{key}_{suffix}"] = twin
+        return summary
+
+    @staticmethod
+    def _check_twin(key: str, of: str, reason: str) -> None:
         if not re.fullmatch(r"[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*", of):
             raise ValueError(f"twin {key!r}: of={of!r} must be 'snippet.key'")
         if not reason.strip():
             raise ValueError(f"twin {key!r} needs the reason for its tolerance")
-        value = self.number(key, value, about, rtol=max(rtol, 1e-6), atol=atol)
-        self.twins[key] = {"of": of, "rtol": float(rtol), "atol": float(atol), "reason": reason.strip()}
-        return value
 
     def claim(self, name: str, holds, statement: str, values: dict | None = None) -> bool:
         """State a sentence the chapter derives from the numbers, as a checked condition.
