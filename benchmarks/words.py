@@ -1,8 +1,9 @@
 """Visible words per chapter: the main path a reader meets without opening a fold.
 
 Counted in the Markdown source, outside ``???`` folds, code, math, tables, admonition-free
-references and HTML; macros count as one word. Targets (issue: "read to the end"): median
-<= 900, max <= 1,300. Prints a table; asserts nothing.
+references and HTML; macros count as one word. Of a group of content tabs (``=== "numpy (gradlab)"``,
+``=== "PyTorch"``, ...) only the first counts: the others are one click away, like a fold.
+Targets (issue: "read to the end"): median <= 900, max <= 1,300. Prints a table; asserts nothing.
 """
 
 import re
@@ -20,15 +21,20 @@ SKIPPED_SECTIONS = ("## References", "## Run it yourself")
 def visible_words(markdown: str) -> int:
     text = re.sub(r"```.*?```", " ", markdown, flags=re.S)  # code blocks
     text = re.sub(r"\$\$.*?\$\$", " ", text, flags=re.S)  # display math
-    kept, folded, skipping = [], False, False
+    kept, folded, skipping, in_tabs = [], False, False, False
     for line in text.splitlines():
         if line.startswith("## "):
             skipping = line.startswith(SKIPPED_SECTIONS)
+        if re.match(r"===\+? ", line):
+            folded, in_tabs = in_tabs, True  # a later tab of the same group is folded
+            continue
         if re.match(r"\?\?\?\+? ", line):
             folded = True
             continue
         if folded and (line.startswith("    ") or not line.strip()):
             continue
+        if in_tabs and line.strip() and not line.startswith("    "):
+            in_tabs = False
         folded = False
         if skipping or line.lstrip().startswith("|") or line.startswith("<"):
             continue
