@@ -70,8 +70,9 @@ class Tensor:
 
     __array_ufunc__ = None  # numpy defers to us: `array @ tensor` calls Tensor.__rmatmul__
 
-    def __init__(self, data, _parents=(), _op=""):
+    def __init__(self, data, _parents=(), _op="", requires_grad=False):
         self.data = as_float_array(data)
+        self.requires_grad = requires_grad  # accepted; not yet used
         self.grad = np.zeros_like(self.data)  # dL/d(data), filled by backward()
         self._parents = _parents
         self._op = _op
