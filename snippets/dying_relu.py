@@ -74,6 +74,9 @@ for activation, slope in SLOPE.items():
     scaled /= max(float(np.abs(b).max()) for b in by_engine)
     results.number(f"by_hand_{activation}", scaled, "hand-written vs engine gradient, scaled", atol=1e-12)
     claim_all(f"by_hand_{activation}_ok", scaled < 1e-12, "The hand-written backward pass is reverse mode's.")
+inits = seeded_mlp.init(sizes, [np.random.default_rng([seed, 1]) for seed in seeds])  # train()'s start
+norms = np.sqrt(sum(np.sum(g**2, axis=tuple(range(1, g.ndim))) for g in seeded_mlp.grads(inits, X, y, 0.0)))
+results.spread("grad_norm_init", norms, "ReLU, initial weights: norm of the full-data loss gradient")
 
 # %% [markdown]
 # ## Dead fraction during training
