@@ -49,6 +49,9 @@ def double_where_sqrt(x):  # the inner where feeds sqrt a safe input where the m
 x = np.linspace(-1.0, 2.0, 61)
 masked_nan = int(np.isnan(grad(masked_sqrt, x)).sum())  # NaN wherever x <= 0
 safe_nan = int(np.isnan(grad(double_where_sqrt, x)).sum())  # none
+xt = torch.tensor(x)  # forward mode, one tangent per entry: where selects the taken branch's tangent
+tangent = torch.func.jvp(lambda x: torch.where(x > 0, torch.sqrt(x), 0.0), (xt,), (torch.ones_like(xt),))[1]
+forward_nan = int(torch.isnan(tangent).sum())  # none
 
 KINKS = {  # ReLU written five ways, |x| and clamp at its upper bound: d/dx at the kink
     "relu": (torch.relu, 0.0),
@@ -62,6 +65,16 @@ KINKS = {  # ReLU written five ways, |x| and clamp at its upper bound: d/dx at t
 kink = {name: float(grad(f, np.array(at))) for name, (f, at) in KINKS.items()}
 # --8<-- [end:core]
 print(f"NaN entries of dL/dx on x <= 0: single where {masked_nan}, double where {safe_nan}")
+print(f"NaN entries of the forward-mode tangent, single where: {forward_nan}")
+results.twin(
+    "masked_forward_nan",
+    forward_nan,
+    "NaN entries, torch.where, forward mode (torch.func.jvp)",
+    of="program_gradients.masked_forward_nan",
+    rtol=0,
+    atol=0,
+    reason="a count of NaN entries on the same grid: must be equal",
+)
 print("slope at the kink:", kink)
 results.twin(
     "masked_reverse_nan",
@@ -152,13 +165,21 @@ results.claim(
     "where_nan_like_gradlab",
     masked_nan == int((x <= 0).sum())
     and safe_nan == 0
+    and forward_nan == 0
     and min(nan_fraction) == 1
     and max(safe_fraction) == 0
     and hard_grad == 0,
-    "torch.where returns NaN at every grid point with x <= 0 and the double where at none; in the "
+    "torch.where returns NaN at every grid point with x <= 0 in reverse mode, at none in forward mode "
+    "(torch.func.jvp: where selects the taken branch's tangent), and the double where at none; in the "
     "model every entry of dL/dw is NaN on every seed, none with the double where; the hard step's "
     "gradient is exactly 0.",
-    {"masked": masked_nan, "safe": safe_nan, "fraction": nan_fraction, "hard": hard_grad},
+    {
+        "masked": masked_nan,
+        "forward": forward_nan,
+        "safe": safe_nan,
+        "fraction": nan_fraction,
+        "hard": hard_grad,
+    },
 )
 
 # %%
