@@ -144,6 +144,9 @@ def on_files(files, config):
             for stem in (key, f"{key}-dark"):
                 path = result.folder / f"{stem}.svg"
                 files.append(File.generated(config, f"figures/{name}/{stem}.svg", abs_src_path=str(path)))
+        for key in macros.interactive_of(result):  # the frames of an interactive figure, fetched lazily
+            path = result.folder / f"{key}.frames.json"
+            files.append(File.generated(config, f"figures/{name}/{key}.frames.json", abs_src_path=str(path)))
     for file in _mathjax_files(config):
         files.append(file)
     return files

@@ -9,6 +9,10 @@ In a chapter's Markdown:
   to use inside ``$...$``.
 * ``{{ figure saturation.depth_norms }}`` inserts the figure for both palettes, its alt text
   and a caption linking to the snippet's notebook page.
+* ``{{ interactive saturation.depth_sweep }}`` inserts a figure the reader moves with a slider:
+  the frames the snippet recorded with ``results.frames`` (``depth_sweep.frames.json``), drawn
+  by ``docs/assets/interactive.js`` when the figure nears the screen; without JavaScript the
+  default frame's numbers show as a table.
 * ``{{ range dying_relu.dead_end:.0% }}`` inserts the range over seeds of a quantity the snippet
   recorded with ``results.spread``: ``33–39%`` (one value when both ends print alike).
 * ``{{ dying_relu.leaky_revives }}`` where ``leaky_revives`` is a claim inserts the claim's
@@ -23,11 +27,12 @@ An unknown snippet, key or figure, or a bad format spec, raises :class:`MacroErr
 page, the line and what the snippet does have.
 """
 
+import json
 import re
 from pathlib import Path
 
 MACRO = re.compile(
-    r"(?<!\\)\{\{\s*(?P<kind>figure\s+|range\s+)?(?P<snippet>[a-z][a-z0-9_]*)(?:\((?P<args>[^()}]*)\))?"
+    r"(?<!\\)\{\{\s*(?P<kind>figure\s+|range\s+|interactive\s+)?(?P<snippet>[a-z][a-z0-9_]*)(?:\((?P<args>[^()}]*)\))?"
     r"\.(?P<key>[a-z][a-z0-9_]*)\s*(?::(?P<spec>[^}]*?))?\s*\}\}"
 )
 SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
@@ -89,6 +94,75 @@ def figure_markdown(snippet: str, key: str, figure: dict, page_depth: int, sourc
     )
 
 
+def interactive_of(result) -> dict:
+    """``{key: summary}`` of the interactive figures a snippet's result recorded."""
+    found = getattr(result, "interactive", None)
+    if found is None and hasattr(result, "document"):
+        found = result.document.get("interactive")
+    return found or {}
+
+
+def _default_table(frames: dict) -> str:
+    """The default frame's numbers as an HTML table: what a reader without JavaScript sees."""
+    from html import escape
+
+    at = frames["default"]
+    xs = frames["x"] if frames.get("x") is not None else frames["x_frames"][at]
+    head = "".join(f"<th>{escape(s['label'])}</th>" for s in frames["series"])
+    rows = "".join(
+        f"<tr><td>{x:g}</td>"
+        + "".join(
+            f"<td>{'' if s['y'][at][i] is None else format(s['y'][at][i], '.3g')}</td>"
+            for s in frames["series"]
+        )
+        + "</tr>"
+        for i, x in enumerate(xs)
+    )
+    return (
+        f"<table><caption>{escape(frames['parameter'])} = {escape(frames['labels'][at])}: "
+        f"{escape(frames['ylabel'])}</caption>"
+        f"<thead><tr><th>{escape(frames['xlabel'])}</th>{head}</tr></thead><tbody>{rows}</tbody></table>"
+    )
+
+
+def interactive_html(
+    snippet: str, key: str, summary: dict, page_depth: int, frames: dict | None = None
+) -> str:
+    """HTML for one interactive figure: the chart's place, the slider (shown once the script
+    has drawn the chart), the current frame's description (a live region, and the chart's
+    accessible name) and command; ``frames`` (the JSON) gives the no-JavaScript table."""
+    from html import escape
+
+    up = "../" * page_depth
+    ident = f"gp-{snippet}-{key}".replace("_", "-")
+    at, labels = summary["default"], summary["labels"]
+    fallback = (
+        f'\n<div class="gp-interactive__fallback"><noscript>{_default_table(frames)}</noscript></div>'
+        if frames
+        else ""
+    )
+    description, command = escape(summary["description"]), escape(summary["command"])
+    return (
+        f'<figure class="gp-interactive" id="{ident}" data-src="figures/{snippet}/{key}.frames.json"'
+        ' markdown="block">\n'
+        f'<p class="gp-interactive__title">{escape(summary["title"])}</p>\n'
+        f'<div class="gp-interactive__chart" role="img" aria-labelledby="{ident}-desc"></div>{fallback}\n'
+        '<div class="gp-interactive__legend"></div>\n'
+        '<div class="gp-interactive__controls" hidden>'
+        f'<label for="{ident}-input">{escape(summary["parameter"])}</label>'
+        f'<input type="range" id="{ident}-input" min="0" max="{len(labels) - 1}" step="1" value="{at}"'
+        f' aria-valuetext="{escape(labels[at])}">'
+        f'<output for="{ident}-input" id="{ident}-value">{escape(labels[at])}</output>'
+        "</div>\n"
+        f'<p class="gp-interactive__desc" id="{ident}-desc" aria-live="polite">{description}</p>\n'
+        f'<p class="gp-interactive__command">Reproduce this frame: <code>{command}</code></p>\n'
+        f'<figcaption markdown="span">Every frame computed at build time by '
+        f"[`snippets/{snippet}.py`]({up}notebooks/{snippet}.ipynb); move the slider, "
+        "or focus it and use the arrow keys.</figcaption>\n"
+        "</figure>"
+    )
+
+
 def run_key(snippet: str, args: str | None):
     """The key of a run in ``results``: the name, or ``(name, (arg, ...))`` with arguments."""
     import shlex
@@ -123,6 +197,20 @@ def substitute(markdown: str, results: dict, page: str) -> str:
         if snippet not in table:
             known = ", ".join(sorted(k for k in table if isinstance(k, str))) or "none"
             raise MacroError(f"{where}: no snippet {snippet!r} (snippets: {known})")
+        if is_figure and is_figure.startswith("interactive"):
+            if (match["args"] and match["args"].strip()) or spec:
+                raise MacroError(f"{where}: an interactive figure takes no arguments and no format spec")
+            found = interactive_of(table[snippet])
+            if key not in found:
+                hint = close_keys(key, found)
+                known = ", ".join(found) or "none"
+                raise MacroError(
+                    f"{where}: snippet {snippet!r} has no interactive figure {key!r}{hint} ({known})"
+                )
+            folder = getattr(table[snippet], "folder", None)
+            path = Path(folder) / f"{key}.frames.json" if folder is not None else None
+            frames = json.loads(path.read_text(encoding="utf-8")) if path and path.exists() else None
+            return interactive_html(snippet, key, found[key], depth, frames)
         if is_figure and is_figure.startswith("figure"):
             figures = table[snippet].figures
             if key not in figures:

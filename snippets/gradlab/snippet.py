@@ -23,6 +23,11 @@ Two more things make a snippet's sentences trustworthy:
   from ``--seed``: 0-4 for the site's seed 0, 5-9 for seed 1, ...) and records its spread with
   ``results.spread(key, values, about)``: ``key_median``, ``key_min``, ``key_max``. The prose
   quotes the range (``{{ range NAME.key:.0% }}``), and the claims must hold on every seed.
+
+A figure the reader can move is a sweep the snippet computes: ``results.frames(key, ...)``
+records one frame per value of a parameter (every frame a real computation, at build time) in
+``key.frames.json`` beside the figures; the chapter shows it with ``{{ interactive NAME.key }}``
+and a few lines of JavaScript draw the frame the reader picks with a slider.
 """
 
 import argparse
@@ -125,6 +130,7 @@ class Results:
         self.figures: dict[str, dict] = {}
         self.claims: dict[str, dict] = {}
         self.twins: dict[str, dict] = {}
+        self.interactive: dict[str, dict] = {}
 
     def number(self, key: str, value, about: str, rtol: float = 1e-6, atol: float = 0.0):
         """Record a number the chapter may quote as ``{{ NAME.key }}``.
@@ -230,6 +236,136 @@ class Results:
         plot.save(fig, self.out / key)
         self.figures[key] = {"alt": alt.strip(), "title": fig.get_suptitle() or title}
 
+    def frames(
+        self,
+        key: str,
+        *,
+        parameter: str,
+        values,
+        series: dict,
+        description,
+        command,
+        title: str,
+        xlabel: str,
+        ylabel: str,
+        x=None,
+        xscale: str = "linear",
+        yscale: str = "linear",
+        default=None,
+        value_format: str = "g",
+        hlines=(),
+    ) -> None:
+        """Record a figure the reader moves with a slider: one frame per value of a parameter.
+
+        ``values``: the parameter's values (the slider's stops, 2 to 40, in order);
+        ``series``: ``{label: frames}``, ``frames[i]`` the y values of frame i (NaN or None: a gap);
+        ``x``: the x values shared by every frame, or one list per frame (say, layers 1..depth);
+        default ``1..len(y)``; ``description``: one sentence per frame for screen readers and
+        the figure's accessible name ("depth 10: first-layer gradient 2.9e-7 of the last");
+        ``command``: the command that reproduces a frame, ``"python snippets/NAME.py --depth
+        {value}"`` (``{value}`` is the formatted value) or one string per frame; ``default``:
+        the value shown first (default: the first); ``hlines``: ``[(y, label), ...]`` reference
+        lines. Written as ``key.frames.json`` beside the figures; quote as
+        ``{{ interactive NAME.key }}``.
+        """
+        import numpy as np
+
+        if not KEY.match(key):
+            raise ValueError(f"frames key {key!r}: use lower_case letters, digits and _")
+        if key in self.interactive or key in self.figures:
+            raise ValueError(f"frames key {key!r} recorded twice (or as a figure)")
+        values = [_plain(v) for v in values]
+        n = len(values)
+        if not 2 <= n <= 40 or not all(isinstance(v, (int, float)) and math.isfinite(v) for v in values):
+            raise ValueError(f"frames {key!r}: 2 to 40 finite values, got {values!r}")
+        labels = [format(v, value_format) for v in values]
+        if len(set(labels)) != n:
+            raise ValueError(f"frames {key!r}: values print alike with format {value_format!r}: {labels}")
+        if xscale not in ("linear", "log") or yscale not in ("linear", "log"):
+            raise ValueError(f"frames {key!r}: scales are 'linear' or 'log'")
+        for text, what in (
+            (title, "title"),
+            (xlabel, "xlabel"),
+            (ylabel, "ylabel"),
+            (parameter, "parameter"),
+        ):
+            if not str(text).strip():
+                raise ValueError(f"frames {key!r} needs a {what}")
+        description = [str(d).strip() for d in description]
+        if len(description) != n or not all(description):
+            raise ValueError(f"frames {key!r}: one non-empty description per value ({n})")
+        if len(set(description)) != n:
+            raise ValueError(f"frames {key!r}: two frames have the same description")
+        commands = [command.format(value=label) for label in labels] if isinstance(command, str) else command
+        if len(commands) != n:
+            raise ValueError(f"frames {key!r}: one command per value ({n})")
+
+        def cell(v):
+            v = float(v) if v is not None else math.nan
+            return float(f"{v:.5g}") if math.isfinite(v) else None
+
+        if not series:
+            raise ValueError(f"frames {key!r}: no series")
+        lines, lengths = [], []
+        for label, frames in series.items():
+            frames = [np.asarray(f, dtype=float).ravel() for f in frames]
+            if len(frames) != n:
+                raise ValueError(f"frames {key!r}: series {label!r} has {len(frames)} frames, not {n}")
+            lines.append({"label": str(label), "y": [[cell(v) for v in f] for f in frames]})
+            lengths.append([f.size for f in frames])
+        if any(row != lengths[0] for row in lengths):
+            raise ValueError(f"frames {key!r}: the series' frames differ in length")
+        if x is None:
+            xs = [list(range(1, size + 1)) for size in lengths[0]]
+        elif np.ndim(x[0]) == 1:  # one list per frame
+            if len(x) != n:
+                raise ValueError(f"frames {key!r}: {len(x)} lists of x for {n} values")
+            xs = [[cell(v) for v in row] for row in x]
+        else:
+            xs = [[cell(v) for v in x]] * n
+        if [len(row) for row in xs] != lengths[0]:
+            raise ValueError(f"frames {key!r}: x and the series' frames differ in length")
+        drawn = [v for line in lines for f in line["y"] for v in f if v is not None]
+        if yscale == "log":
+            drawn = [v for v in drawn if v > 0]
+        if not drawn:
+            raise ValueError(f"frames {key!r}: nothing to draw")
+        at = 0 if default is None else int(np.argmin([abs(v - default) for v in values]))
+        if default is not None and values[at] != default:
+            raise ValueError(f"frames {key!r}: default {default!r} is not one of the values")
+        document = {
+            "snippet": self.name,
+            "key": key,
+            "title": title.strip(),
+            "parameter": parameter.strip(),
+            "values": values,
+            "labels": labels,
+            "default": at,
+            "xlabel": xlabel,
+            "ylabel": ylabel,
+            "xscale": xscale,
+            "yscale": yscale,
+            "x": xs[0] if all(row == xs[0] for row in xs) else None,
+            "x_frames": None if all(row == xs[0] for row in xs) else xs,
+            "series": lines,
+            "hlines": [{"y": float(y), "label": str(label)} for y, label in hlines],
+            "description": description,
+            "command": commands,
+        }
+        self.out.mkdir(parents=True, exist_ok=True)
+        text = json.dumps(document, separators=(",", ":"), allow_nan=False)
+        if len(text) > 200_000:
+            raise ValueError(f"frames {key!r}: {len(text)} bytes of JSON; keep a sweep under 200 kB")
+        (self.out / f"{key}.frames.json").write_text(text + "\n", encoding="utf-8")
+        self.interactive[key] = {
+            "title": document["title"],
+            "parameter": document["parameter"],
+            "labels": labels,
+            "default": at,
+            "description": description[at],
+            "command": commands[at],
+        }
+
     def table(self) -> str:
         """The numbers as an aligned table, the way the chapter quotes them."""
         width = max([len(key) for key in self.numbers] + [6])
@@ -266,6 +402,7 @@ class Results:
                 name: {"holds": c["holds"], "statement": c["statement"]} for name, c in self.claims.items()
             },
             "figures": self.figures,
+            **({"interactive": self.interactive} if self.interactive else {}),
             **({"twins": self.twins} if self.twins else {}),
         }
         path = self.out / "numbers.json"
