@@ -1,0 +1,145 @@
+"""Small gradients in JAX: jax.grad in a plain loop, and BFGS from jax.scipy.optimize.
+
+The quadratic f(x) = x^T diag(1, kappa) x / 2, the Rosenbrock valley and the Gaussian well
+1 - exp(-|x|^2) of snippets/ill_conditioning.py and snippets/plateaus.py, in float64: gradient
+descent and the heavy ball written as a loop over a jitted jax.grad step, with gradlab's tuning;
+BFGS with JAX's strong-Wolfe search. Quoted by docs/small-gradients.md.
+"""
+
+# %%
+import sys
+from pathlib import Path
+
+if "__file__" in globals():  # run as a script: gradlab lives one folder up
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import jax
+
+jax.config.update("jax_enable_x64", True)  # float64, as gradlab
+import jax.numpy as jnp
+import jax.scipy.optimize
+import numpy as np
+from gradlab import optim, snippet
+
+parser = snippet.parser(__doc__)
+args, results = snippet.parse(parser)
+for part, name in zip(jax.__version__.split(".")[:3], ("major", "minor", "patch"), strict=True):
+    results.number(f"jax_{name}", int(part), f"JAX version, {name}")
+KAPPA, GTOL, MAX_ITER = 100.0, 1e-6, 2000  # ill_conditioning.py's defaults
+
+# %% [markdown]
+# ## The loop: one jitted step, $x_{k+1} = x_k - \eta\nabla f(x_k) + \beta(x_k - x_{k-1})$
+# ($\beta = 0$: gradient descent). optax is not needed for two lines of arithmetic.
+
+# %%
+A = jnp.array([1.0, KAPPA])
+
+
+def quadratic(x):
+    return 0.5 * jnp.sum(x * A * x)
+
+
+def rosenbrock(x):
+    return (1 - x[0]) ** 2 + 100 * (x[1] - x[0] ** 2) ** 2
+
+
+def well(x):
+    return 1 - jnp.exp(-jnp.sum(x * x))
+
+
+# --8<-- [start:core]
+def descent(f, x0, lr, beta=0.0, gtol=GTOL, max_iter=MAX_ITER):
+    """Heavy ball (beta = 0: gradient descent) until ||grad f|| <= gtol; returns (steps, ||grad f||)."""
+    grad = jax.jit(jax.grad(f))
+    x = previous = jnp.asarray(x0)
+    for k in range(max_iter + 1):
+        g = grad(x)
+        norm = float(jnp.linalg.norm(g))
+        if norm <= gtol or not jnp.all(jnp.isfinite(x)) or k == max_iter:
+            return k, norm
+        x, previous = x - lr * g + beta * (x - previous), x
+
+
+def bfgs(f, x0, gtol=GTOL):
+    """jax.scipy.optimize.minimize: BFGS, strong-Wolfe search, stops on max|g_i| < gtol."""
+    result = jax.scipy.optimize.minimize(f, jnp.asarray(x0), method="BFGS", tol=gtol / 2**0.5)
+    return int(result.nit), int(result.nfev), float(jnp.linalg.norm(result.jac)), int(result.status)
+
+
+# --8<-- [end:core]
+
+
+# %% [markdown]
+# ## Fixed step and heavy ball: the same iterates as gradlab
+
+# %%
+lr_hb, beta_hb = optim.heavy_ball_parameters(1.0, KAPPA)
+rosen_eigs = optim.rosenbrock_eigenvalues([1.0, 1.0])
+x0, rosen0 = [np.sqrt(KAPPA), 1.0], [-1.2, 1.0]
+runs = {
+    "quadratic_gd_iterations": descent(quadratic, x0, 2 / (1 + KAPPA))[0],
+    "quadratic_heavy_ball_iterations": descent(quadratic, x0, lr_hb, beta_hb)[0],
+    "rosenbrock_heavy_ball_iterations": descent(
+        rosenbrock, rosen0, *optim.heavy_ball_parameters(*rosen_eigs)
+    )[0],
+}
+exact = "float64; the same arithmetic step by step, and no stop is borderline: the counts are equal"
+for key, value in runs.items():
+    results.twin(
+        key, value, f"jax.grad loop: {key}", of=f"ill_conditioning.{key}", rtol=0, atol=0, reason=exact
+    )
+gd_rosen = descent(rosenbrock, rosen0, 2 / rosen_eigs.sum())
+results.twin(
+    "rosenbrock_gd_final_grad", gd_rosen[1], "||grad f|| after 2,000 steps on Rosenbrock",
+    of="ill_conditioning.rosenbrock_gd_final_grad", rtol=1e-9, atol=0,
+    reason="float64; the same formula, compiled by XLA, rounded in another order over 2,000 steps",
+)  # fmt: skip
+well_gd = descent(well, [3.0, 0.0], 0.5, gtol=1e-8, max_iter=50_000)[0]
+results.twin(
+    "well_gd_iterations", well_gd, "gradient descent on the Gaussian well from (3, 0)",
+    of="plateaus.well_gd_iterations", rtol=0, atol=0,
+    reason="an integer; plateaus.py checks that no stop is borderline (exp's last bit)",
+)  # fmt: skip
+
+# %% [markdown]
+# ## BFGS with JAX's strong-Wolfe search (jax.scipy.optimize, the same $c_1$, $c_2$ as gradlab)
+# `status` 0 is success; 2 + the line search's status is a line-search failure: 3 (its zoom stage
+# failed) or 5 (it reached its iteration cap).
+
+# %%
+problems = {"quadratic": (quadratic, x0, GTOL), "rosenbrock": (rosenbrock, rosen0, GTOL)}
+problems["well"] = (well, [3.0, 0.0], 1e-8)
+bfgs_runs = {name: bfgs(f, start, gtol) for name, (f, start, gtol) in problems.items()}
+for name, (iterations, evaluations, norm, status) in bfgs_runs.items():
+    print(f"BFGS on {name:10s}: {iterations:3d} iterations, {evaluations:3d} evaluations, |g| {norm:.1e}, "
+          f"status {status}")  # fmt: skip
+    results.number(f"bfgs_{name}_iterations", iterations, f"jax.scipy BFGS iterations on {name}")
+    results.number(f"bfgs_{name}_evaluations", evaluations, f"jax.scipy BFGS evaluations on {name}")
+    results.number(f"bfgs_{name}_status", status, f"jax.scipy BFGS status on {name} (0: success)")
+    results.number(f"bfgs_{name}_grad", norm, f"jax.scipy BFGS: final ||grad f|| on {name}", rtol=1e-4)
+quad = bfgs_runs["quadratic"]
+results.claim(
+    "bfgs_quadratic", quad[3] == 0 and quad[2] <= GTOL and quad[0] < 0.1 * runs["quadratic_gd_iterations"],
+    "On the quadratic, JAX's BFGS converges in under a tenth of fixed-step descent's iterations.",
+    {"run": quad},
+)  # fmt: skip
+failed = [name for name in ("rosenbrock", "well") if bfgs_runs[name][3] in (3, 5)]
+stuck = all(bfgs_runs[name][2] > 100 * problems[name][2] for name in failed)
+results.claim(
+    "bfgs_zoom_fails", failed == ["rosenbrock", "well"] and stuck and gd_rosen[0] == MAX_ITER,
+    "On Rosenbrock and on the well, JAX's BFGS stops with a line-search failure (status 3 or 5) while "
+    "its gradient norm is still over 100 times the tolerance; fixed-step descent stops at the cap on "
+    "Rosenbrock.",
+    {name: bfgs_runs[name] for name in problems},
+)  # fmt: skip
+far = jax.scipy.optimize.minimize(well, jnp.array([5.0, 0.0]), method="BFGS")  # default tol: gtol 1e-5
+results.number("far_bfgs_iterations", int(far.nit), "jax.scipy BFGS iterations from (5, 0), default tol")
+results.claim(
+    "bfgs_stops_on_plateau", int(far.nit) == 0 and bool(far.success) and np.array_equal(far.x, [5.0, 0.0]),
+    "From (5, 0) on the well, jax.scipy.optimize.minimize's BFGS with its default tolerance reports "
+    "success without a step.",
+    {"iterations": int(far.nit), "x": np.asarray(far.x), "success": bool(far.success)},
+)  # fmt: skip
+
+# %%
+results.save()
