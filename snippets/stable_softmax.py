@@ -40,8 +40,8 @@ PROGRAMS = {
 
 # %% [markdown]
 # ## Where floating point runs out
-# $e^x$ overflows to inf above $\ln(\text{largest float})$ and rounds to 0 below
-# $\ln(\text{smallest subnormal} / 2)$. Both limits come from `np.finfo`, not from memory.
+# $e^x$ overflows above $\ln(\text{largest float})$, rounds to 0 below $\ln(\text{smallest subnormal}/2)$;
+# $1 + e^{-z}$ rounds to 1 from $z = -\ln(\epsilon/2)$. All from `np.finfo`, not from memory.
 
 # %%
 for name, dtype in PRECISIONS.items():
@@ -49,6 +49,7 @@ for name, dtype in PRECISIONS.items():
     results.number(f"exp_overflow_{name}", np.log(np.float64(info.max)), f"{name}: exp(x) = inf above this x")
     underflow = np.log(np.float64(info.smallest_subnormal)) - np.log(2)
     results.number(f"exp_underflow_{name}", underflow, f"{name}: exp(x) rounds to 0 below this x")
+    results.number(f"one_plus_exp_{name}", -np.log(np.float64(info.eps) / 2), f"{name}: 1 + e^-z = 1 from z")
 results.number("label", args.label, "true class of the cross-entropy (logits c·[1, 0, -1])")
 
 
