@@ -17,7 +17,7 @@ import jax
 jax.config.update("jax_enable_x64", True)  # float64, as gradlab
 import jax.numpy as jnp
 import numpy as np
-from gradlab import engine, ops, snippet
+from gradlab import clipping, engine, ops, snippet
 
 parser = snippet.parser(__doc__)
 args, results = snippet.parse(parser)
@@ -90,6 +90,62 @@ results.claim(
     "At delta = +-1 exactly, jnp.clip passes half the gradient (d/d delta = +-0.5: a tie between "
     "min and max splits it); gradlab's clip gives 0.",
     {"jax": np.asarray(at_one), "gradlab": gradlab_bound},
+)  # fmt: skip
+
+# %% [markdown]
+# ## Clipping by global norm, by hand
+# optax's `clip_by_global_norm` does this; in plain JAX it is a few lines over the gradient's pytree.
+# The linear predictor of clipped_error.py at its start (the same draws), squared error, clipped
+# to `MAX_NORM`: return the norm before clipping beside the clipped gradient, and log the one you mean.
+
+# %%
+COMMON, RARE, MAX_NORM = 60, 4, 0.1  # clipped_error.py's sample counts; a threshold below every seed's norm
+W_TRUE, W_START = np.array([1.0, -2.0, 3.0]), np.array([1.3, -2.3, 0.0])
+
+
+# --8<-- [start:leak]
+def clip_by_global_norm(grads, max_norm):
+    """grads * min(1, max_norm / ||grads||) over every leaf; returns (clipped, norm before)."""
+    norm = jnp.sqrt(sum(jnp.sum(g**2) for g in jax.tree_util.tree_leaves(grads)))
+    scale = jnp.minimum(1.0, max_norm / norm)
+    return jax.tree_util.tree_map(lambda g: g * scale, grads), norm
+
+
+def clip_and_log(X, y, params, max_norm):
+    grads = jax.grad(lambda p: jnp.mean(0.5 * (X @ p["w"] - y) ** 2))(params)
+    clipped, before = clip_by_global_norm(grads, max_norm)
+    return float(before), float(jnp.linalg.norm(clipped["w"]))
+
+
+# --8<-- [end:leak]
+logged, used, gradlab_norm, rare_start = [], [], [], []
+for seed in snippet.seeds(args.seed):
+    generator = np.random.default_rng(seed)  # clipped_error.py's stream: TD errors, targets, then X
+    generator.standard_t(DOF, size=BATCH), generator.normal(size=BATCH)
+    X = np.zeros((COMMON + RARE, 3))
+    X[:COMMON, :2] = generator.normal(size=(COMMON, 2))
+    X[COMMON:, 2] = generator.uniform(0.8, 1.2, size=RARE)
+    y = X @ W_TRUE
+    rare_start.append(np.abs(X @ W_START - y)[COMMON:].min())
+    before, after = clip_and_log(jnp.asarray(X), jnp.asarray(y), {"w": jnp.asarray(W_START)}, MAX_NORM)
+    logged.append(before), used.append(after)
+    gradient = engine.grad(lambda p, X=X, y=y: ops.mean(0.5 * (p[0] @ X.T - y) ** 2), [W_START])
+    gradlab_norm.append(clipping.global_norm(gradient))
+logged, used, gradlab_norm = np.array(logged), np.array(used), np.array(gradlab_norm)
+results.twin_spread(
+    "rare_start_error", rare_start, "smallest rare-sample |error| at the start (checks the draws)",
+    of="clipped_error.rare_start_error", rtol=1e-12, atol=0, reason="the same float64 draws and formula",
+)  # fmt: skip
+results.number("max_norm", MAX_NORM, "the clipping threshold")
+results.spread("logged_norm", logged, "the norm before clipping", rtol=1e-9)
+results.spread("used_norm", used, "the clipped gradient's norm", rtol=1e-9)
+results.claim(
+    "clip_norm_exact",
+    bool(np.all(np.abs(logged / gradlab_norm - 1) < 1e-12) and np.all(logged > 2 * MAX_NORM))
+    and bool(np.all(np.abs(used / MAX_NORM - 1) < 1e-14)),
+    "the hand-written clip returns gradlab's global norm (to 1e-12) and leaves a gradient of norm "
+    "max_norm to 1e-14: no 1e-6 in the denominator, unlike clip_grad_norm_",
+    {"logged": logged, "used": used, "gradlab": gradlab_norm},
 )  # fmt: skip
 
 # %%

@@ -14,7 +14,7 @@ if "__file__" in globals():  # run as a script: gradlab lives one folder up
 
 import numpy as np
 import torch
-from gradlab import engine, ops, snippet
+from gradlab import clipping, engine, ops, snippet
 from torch import nn
 
 parser = snippet.parser(__doc__)
@@ -88,6 +88,61 @@ results.claim(
     "At delta = +-1 exactly, torch.clamp passes the gradient (d/d delta = delta = +-1); "
     "gradlab's clip gives 0.",
     {"torch": bound.grad.numpy(), "gradlab": gradlab_bound},
+)  # fmt: skip
+
+# %% [markdown]
+# ## An interface leak: clip_grad_norm_ returns the norm before clipping
+# The linear predictor of clipped_error.py at its start (the same draws), squared error: its gradient's
+# global norm, clipped by norm to `MAX_NORM`. A logger that records the return value logs the
+# unclipped norm; the norm the update uses is the one measured after the call.
+
+# %%
+COMMON, RARE, MAX_NORM = 60, 4, 0.1  # clipped_error.py's sample counts; a threshold below every seed's norm
+W_TRUE, W_START = np.array([1.0, -2.0, 3.0]), np.array([1.3, -2.3, 0.0])
+
+
+# --8<-- [start:leak]
+def clip_and_log(X, y, w_start, max_norm):
+    model = nn.Linear(3, 1, bias=False, dtype=torch.float64)
+    with torch.no_grad():
+        model.weight.copy_(torch.tensor(w_start)[None])
+    (0.5 * (model(X)[:, 0] - y) ** 2).mean().backward()
+    logged = nn.utils.clip_grad_norm_(model.parameters(), max_norm).item()  # what a logger records
+    used = torch.linalg.vector_norm(model.weight.grad).item()  # what the update uses
+    return logged, used
+
+
+# --8<-- [end:leak]
+logged, used, gradlab_norm, rare_start = [], [], [], []
+for seed in snippet.seeds(args.seed):
+    generator = np.random.default_rng(seed)  # clipped_error.py's stream: TD errors, targets, then X
+    generator.standard_t(DOF, size=BATCH), generator.normal(size=BATCH)
+    X = np.zeros((COMMON + RARE, 3))
+    X[:COMMON, :2] = generator.normal(size=(COMMON, 2))
+    X[COMMON:, 2] = generator.uniform(0.8, 1.2, size=RARE)
+    y = X @ W_TRUE
+    rare_start.append(np.abs(X @ W_START - y)[COMMON:].min())
+    before, after = clip_and_log(torch.tensor(X), torch.tensor(y), W_START, MAX_NORM)
+    logged.append(before), used.append(after)
+    gradient = engine.grad(lambda p, X=X, y=y: ops.mean(0.5 * (p[0] @ X.T - y) ** 2), [W_START])
+    gradlab_norm.append(clipping.global_norm(gradient))
+logged, used, gradlab_norm = np.array(logged), np.array(used), np.array(gradlab_norm)
+results.twin_spread(
+    "rare_start_error", rare_start, "smallest rare-sample |error| at the start (checks the draws)",
+    of="clipped_error.rare_start_error", rtol=1e-12, atol=0, reason="the same float64 draws and formula",
+)  # fmt: skip
+results.number("max_norm", MAX_NORM, "the clipping threshold of the leak demonstration")
+results.spread("logged_norm", logged, "clip_grad_norm_'s return value: the norm before clipping", rtol=1e-9)
+results.spread("used_norm", used, "the gradient's norm after clip_grad_norm_", rtol=1e-9)
+results.spread("used_shortfall", (MAX_NORM - used) / MAX_NORM, "1 - used norm / max_norm", rtol=1e-3)
+shortfall = (MAX_NORM - used) / MAX_NORM * logged  # torch divides by (norm + 1e-6): expect ~1e-6
+results.claim(
+    "clip_returns_norm_before",
+    bool(np.all(np.abs(logged / gradlab_norm - 1) < 1e-12) and np.all(logged > 2 * MAX_NORM))
+    and bool(np.all((shortfall > 0.9e-6) & (shortfall < 1.1e-6))),
+    "clip_grad_norm_ returns the gradient's norm before clipping (gradlab's global norm, to 1e-12); after "
+    "the call the gradient's norm is max_norm * N / (N + 1e-6) for that returned norm N",
+    {"logged": logged, "used": used, "gradlab": gradlab_norm, "shortfall": shortfall},
 )  # fmt: skip
 
 # %%
