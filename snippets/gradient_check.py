@@ -50,6 +50,15 @@ float32_min_step, tiny_step = 1e-6, 1e-200
 results.number("float32_min_step", float32_min_step, "smallest step tried in float32")
 
 
+def complex_step32(f, params, h=1e-20):  # in complex64, i.e. float32 arithmetic (gradlab's needs float64)
+    grads = [np.zeros(p.shape) for p in params]
+    for i, k in ((i, k) for i, p in enumerate(params) for k in range(p.size)):
+        q = [p.astype(np.complex64) for p in params]
+        q[i].flat[k] += np.complex64(1j * h)
+        grads[i].flat[k] = np.imag(f(q)) / h
+    return grads
+
+
 def sweep(seed):
     """One network's check errors against h, and reverse mode against forward mode/complex step."""
     rng_s = np.random.default_rng(seed)
@@ -69,6 +78,7 @@ def sweep(seed):
         "complex step": [normwise(numerical.complex_step(f64, p64, h=h), ref64) for h in steps],
         "agreement": check.compare(f64, p64, ("reverse", "forward", "complex")),
         "tiny": normwise(numerical.complex_step(f64, p64, h=tiny_step), ref64),
+        "tiny32": normwise(complex_step32(f32, p32), ref32),
     }
 
 
@@ -97,11 +107,13 @@ results.spread("best_error_ratio", ratio, "best float32 check error / best float
 complex_worst = max(e for s in sweeps for e, h in zip(s["complex step"], steps, strict=True) if h <= 1e-7)
 results.number("complex_worst_error", complex_worst, "largest complex-step error for h <= 1e-7", atol=1e-13)
 results.number("complex_tiny_h", tiny_step, "a step far below any cancellation threshold")
-tiny_errors = [s["tiny"] for s in sweeps]
+tiny_errors, tiny32 = [s["tiny"] for s in sweeps], [s["tiny32"] for s in sweeps]
 results.spread("complex_tiny_h_error", tiny_errors, "complex-step error with that step", atol=1e-13)
+results.spread("complex_float32_error", tiny32, "complex-step error in complex64, h = 1e-20", rtol=0.5)
 trade_off = all(near_theory) and all(0.2 < r / predicted < 5 for r in ratio) and complex_worst < 1e-13
+trade_off &= all(0.1 < e / np.finfo(np.float32).eps < 10 for e in tiny32)
 statement = "best h within 10x of eps^(1/3), best error within 10x of eps^(2/3), their ratio within 5x of"
-statement += " (eps32/eps64)^(2/3), on every seed; complex step < 1e-13 for every h <= 1e-7"
+statement += " (eps32/eps64)^(2/3), on every seed; complex step < 1e-13 for h <= 1e-7 (complex64: < 10 eps32)"
 results.claim("step_trade_off", bool(trade_off), statement, {"ratio": ratio})
 
 fig, ax = plt.subplots()
@@ -151,12 +163,9 @@ for seed in snippet.seeds(args.seed):
     kink["normwise_small_h"].append(normwise(small, ref))
     kink["forward"].append(check.max_rel_error(ref, check.METHODS["forward"](relu_loss, relu_params)))
     kink["complex"].append(normwise(numerical.complex_step(relu_loss, relu_params), ref))  # h = 1e-20
-for key, value, about in (
-    ("kink_distance", args.kink_distance, "distance of the chosen pre-activation from the kink"),
-    ("kink_default_h", numerical.default_step(), "default central-difference step at |x| <= 1"),
-    ("kink_small_step_factor", small_step_factor, "how much smaller than the distance the small step is"),
-):
-    results.number(key, value, about)
+results.number("kink_distance", args.kink_distance, "distance of the chosen pre-activation from the kink")
+results.number("kink_default_h", numerical.default_step(), "default central-difference step at |x| <= 1")
+results.number("kink_small_step_factor", small_step_factor, "the small step is the distance / this factor")
 for key, about, tolerance in KINK_SPREADS:
     results.spread(f"kink_{key}", kink[key], about, **tolerance)
 
