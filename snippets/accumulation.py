@@ -128,7 +128,7 @@ def fit(seed, reset):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(50, 3))
     y = X @ np.array([1.0, -2.0, 0.5]) + 0.1 * rng.normal(size=50)
-    w, history = engine.Tensor(np.zeros(3)), []
+    w, history = engine.Tensor(np.zeros(3), requires_grad=True), []
     for _ in range(args.steps):
         loss = ops.mean((X @ w - y) ** 2)
         history.append(loss.data.item())
