@@ -16,7 +16,7 @@ from functools import partial
 
 import matplotlib.pyplot as plt
 import numpy as np
-from gradlab import numerical, snippet
+from gradlab import numerical, recurrent_frames, snippet
 from gradlab import recurrent as rec
 from gradlab.plot import PALETTE
 
@@ -28,9 +28,11 @@ parser.add_argument("--weak-input-scale", type=float, default=0.01, help="std s_
 parser.add_argument("--matrix", choices=["orthogonal", "gaussian"], default="orthogonal")
 parser.add_argument("--window", type=snippet.positive_int, default=25, help="truncated BPTT window k")
 parser.add_argument("--forget", type=snippet.positive_float, default=0.99, help="forget gate f")
+parser.add_argument("--sigma-max", type=snippet.positive_float, help="also measure this sigma_max (norm_S)")
 args, results = snippet.parse(parser)
 SEEDS = snippet.seeds(args.seed)
-SCALES, VANISHING, EXPLODING, RHO, ALPHA = [0.5, 0.9, 1.0, 1.5, 3.0], 1.0, 3.0, 0.9, 0.2
+BASE, VANISHING, EXPLODING, RHO, ALPHA = [0.5, 0.9, 1.0, 1.5, 3.0], 1.0, 3.0, 0.9, 0.2
+SCALES = sorted({*BASE, args.sigma_max or 1.0})
 DRIVES = {"": args.input_scale, "weak_": args.weak_input_scale}  # key prefix -> input scale s_x
 n, T, K, s_x = args.hidden, args.steps, args.window, args.input_scale
 nets = [rec.draw_network(seed, n, 4, T, args.matrix) for seed in SEEDS]
@@ -38,10 +40,9 @@ steps = np.arange(1, T + 1)
 record, per_seed = partial(rec.record, results), partial(rec.per_seed, nets)  # spreads; {name: per seed}
 settings = {"vanishing_scale": VANISHING, "exploding_scale": EXPLODING, "rho": RHO, "alpha": ALPHA}
 for key, value in vars(args).items() | settings.items() | {f"scale_{s:g}": s for s in SCALES}.items():
-    if key not in ("out", "seed", "matrix"):
+    if key not in ("out", "seed", "matrix", "sigma_max"):
         key = key.replace(".", "p")
         results.number(key, value, key.replace("_", " "))
-
 
 # %% [markdown]
 # ## The Jacobian through time, at two input scales
@@ -50,9 +51,8 @@ for key, value in vars(args).items() | settings.items() | {f"scale_{s:g}": s for
 
 # %%
 table = {}
-fig, axes = plt.subplots(1, 2, sharey=True, figsize=(9, 4))
-for ax, (drive, input_scale) in zip(axes, DRIVES.items(), strict=True):
-    for colour, scale in zip(PALETTE, SCALES, strict=False):
+for drive, input_scale in DRIVES.items():
+    for scale in SCALES:
         runs = per_seed(rec.jacobian_summary, scale, input_scale)
         slope, rms = np.array(runs["mean_slope"]), np.array(runs["rms_slope"])
         stats = {"norm": runs["norm"], "rate": runs["rate"], "slope": slope, "gain": scale * slope}
@@ -60,26 +60,20 @@ for ax, (drive, input_scale) in zip(axes, DRIVES.items(), strict=True):
         # an exploding map amplifies the last bit of np.tanh, which differs between CPUs' libm
         stats = record(drive, stats, suffix=f"_{scale:g}", rtol=0.1 if scale > 1 else 1e-3)
         table[drive, scale] = stats | {"norms0": runs["norms"][0]}
-        ax.semilogy(steps, runs["norms"][0], color=colour, label=f"$\\sigma_{{\\max}}$ = {scale:g}")
-    ax.axhspan(1e-2, 1e2, color=PALETTE[5], alpha=0.15, lw=0)
-    ax.set(title=f"input scale $s_x$ = {input_scale:g}", xlabel="time steps $T$")
-axes[0].set_ylabel(r"$\|\partial h_T / \partial h_0\|_2$ (log scale)")
-axes[1].legend(ncol=2, fontsize="small")
-fig.suptitle(f"tanh RNN: Jacobian norm through time (seed {SEEDS[0]}; shaded: neither vanishes nor explodes)")
 EXPECTED = {"": "vanishes " * 4 + "explodes", "weak_": "vanishes vanishes neither explodes explodes"}
 for drive, input_scale in DRIVES.items():
-    seen = [rec.verdict(table[drive, s]["norm"]) for s in SCALES]
+    seen = [rec.verdict(table[drive, s]["norm"]) for s in BASE]
     results.claim(
         f"{drive}drive_decides",
         seen == EXPECTED[drive].split(),
         f"At input scale {input_scale:g}, on every seed: "
-        + "; ".join(f"sigma_max {s:g} {e}" for s, e in zip(SCALES, EXPECTED[drive].split(), strict=True)),
-        {f"{s:g}": table[drive, s]["norm"] for s in SCALES},
+        + "; ".join(f"sigma_max {s:g} {e}" for s, e in zip(BASE, EXPECTED[drive].split(), strict=True)),
+        {f"{s:g}": table[drive, s]["norm"] for s in BASE},
     )
-worst = max(np.abs(table["", s]["rms_gain"] / table["", s]["rate"] - 1).max() for s in SCALES)
+worst = max(np.abs(table["", s]["rms_gain"] / table["", s]["rate"] - 1).max() for s in BASE)
 results.number("rms_gain_worst_diff", worst, "largest |sigma_max RMS tanh' / per-step factor - 1|", rtol=0.05)
 results.claim("rms_gain_tracks_rate", worst < 0.15, "sigma_max RMS tanh' is within 15% of the rate.")
-strong, weak = (np.concatenate([table[drive, s]["slope"] for s in SCALES[:3]]) for drive in DRIVES)
+strong, weak = (np.concatenate([table[drive, s]["slope"] for s in BASE[:3]]) for drive in DRIVES)
 results.claim(
     "drive_sets_the_slopes",
     strong.max() < 0.75 < 0.95 < weak.min() and table["weak_", 1.5]["slope"].max() < 0.8,
@@ -94,9 +88,18 @@ results.claim(
     "At sigma_max 3, sigma_max x mean tanh' is below 1 on every seed, yet the product grows.",
     big,
 )
-ends = {x: ", ".join(f"{s:g} -> {table[d, s]['norms0'][-1]:.0e}" for s in SCALES) for d, x in DRIVES.items()}
-alt = " ".join(f"Input scale {x:g}: {ends[x]}." for x in ends)
-results.figure(fig, "jacobian_norms", alt=f"Seed {SEEDS[0]}, ||dh_T/dh_0|| after {T} steps. {alt}")
+# the chapter's slider: the same norms over sigma_max, median of the seeds (`--sigma-max S` records norm_S)
+SWEEP = [0.5, 0.7, 0.9, 1.0, 1.05, 1.1, 1.2, 1.5, 1.75, 2.0, 2.5, 3.0]
+command = f"python snippets/through_time.py --sigma-max {{value}} --seed {args.seed}"
+ends = recurrent_frames.sigma_sweep(results, "sigma_sweep", nets, SWEEP, DRIVES, default=1.5, command=command)
+crossing = {d: np.array(SWEEP)[np.argmax(ends[d] > 1, axis=0)] for d in DRIVES}  # first sigma_max with > 1
+record("sweep_", {f"{d}crossing": crossing[d] for d in DRIVES}, rtol=1e-9)
+results.claim(
+    "strong_drive_needs_larger_sigma",
+    bool(crossing["weak_"].max() <= 1.1 and crossing[""].min() >= 1.75 and (ends[""][-1] > 1).all()),
+    "On every seed ||dh_T/dh_0|| first exceeds 1 at sigma_max <= 1.1 (weak drive), >= 1.75 (strong drive).",
+    crossing,
+)
 
 # %% [markdown]
 # ## The weight gradient is a sum over lags; truncation drops the long ones

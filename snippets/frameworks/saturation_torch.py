@@ -90,7 +90,7 @@ results.claim(
 )  # fmt: skip
 
 # %%
-far = engine.Tensor(np.array([37.0, 40.0]))
+far = engine.Tensor(np.array([37.0, 40.0]), requires_grad=True)
 far.sigmoid().sum().backward()  # gradlab's rule sigma(z) sigma(-z)
 for i, at in enumerate((37, 40)):
     results.number(f"slope{at}_reverse", slope_reverse[i].item(), f"torch.sigmoid backward at z = {at}")

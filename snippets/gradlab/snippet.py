@@ -357,6 +357,7 @@ class Results:
         if len(text) > 200_000:
             raise ValueError(f"frames {key!r}: {len(text)} bytes of JSON; keep a sweep under 200 kB")
         (self.out / f"{key}.frames.json").write_text(text + "\n", encoding="utf-8")
+        print(f"frames {key}: {n} values of {parameter}; the first shown: {description[at]}")
         self.interactive[key] = {
             "title": document["title"],
             "parameter": document["parameter"],
