@@ -15,7 +15,7 @@ docs/precision.md.
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
-from gradlab import check, engine, models, ops, plot, scaling, snippet
+from gradlab import check, engine, loss_scale_sweep, models, ops, plot, scaling, snippet
 
 parser = snippet.parser(__doc__)
 parser.add_argument("--max-depth", type=snippet.positive_int, default=24, help="deepest tanh network")
@@ -65,13 +65,10 @@ for s, seed in enumerate(SEEDS):
 spread("reference_agreement", agreement, "largest disagreement of the float64 methods", atol=1e-6)
 for name in ("float32", "float16"):
     number(f"eps_{name}", np.finfo(name).eps, f"machine epsilon, {name}")
-    spread(
-        f"grad_error_in_eps_{name}", errors[name].max(1), f"worst first-layer gradient error, eps, {name}", 1
-    )
+    spread(f"grad_error_in_eps_{name}", errors[name].max(1), f"worst layer-1 grad error, eps, {name}", 1)
     spread(
         f"loss_error_in_eps_{name}", errors["loss" + name[-2:]].max(1), f"worst loss error, eps, {name}", 1
     )
-number("max_depth", int(depths[-1]), "deepest network")
 worst = {"float32": errors["float32"].max(), "float16": errors["float16"].max()}
 CLAIMS.append(
     (
@@ -117,7 +114,7 @@ tiny, normal = float(F16.smallest_subnormal), float(F16.smallest_normal)
 scales = 2.0 ** np.arange(0, 25)
 KEYS = "zero final inter dead below_normal bits s_max s_need lifted err1 err_s zero_s skipped clip_ratio norm"
 stats = {k: [] for k in (KEYS + " lost kept_rne kept_master kept_sr").split()}
-trajectory_first = None
+trajectory_first = first_runs = None
 for s, seed in enumerate(SEEDS):
     rng = np.random.default_rng(seed)
     X, y = data(rng)
@@ -151,7 +148,7 @@ for s, seed in enumerate(SEEDS):
         skipped += not scaler.update(found_inf=not (k < len(scales) and finite[k]))
         trajectory.append(float(scaler.scale))
     stats["skipped"].append(skipped)
-    trajectory_first = trajectory if s == 0 else trajectory_first
+    trajectory_first, first_runs = (trajectory, (runs, ref)) if s == 0 else (trajectory_first, first_runs)
     # clipping the scaled gradient instead of the unscaled one
     scaled = [g.astype(np.float32) for g in runs[best]]
     norm = np.sqrt(sum(np.sum(g.astype(np.float64) ** 2) for g in scaled)) / S
@@ -171,6 +168,7 @@ for s, seed in enumerate(SEEDS):
         ratio = (final_w - w16)[moved].astype(np.float64) / (100.0 * dw[moved])
         stats[key].append(np.mean(ratio))
 
+results.frames("scale_sweep", **loss_scale_sweep.frames(*first_runs, scales, SEEDS[0]))  # the slider
 for key, about, rtol in (
     ("zero", "first-layer float16 entries zero where float64 is not", 1e-3),
     ("final", "of them: exact value below half the smallest subnormal", 1e-3),
@@ -196,6 +194,8 @@ for key, about, rtol in (
 st = {k: np.array(v) for k, v in stats.items()}
 constants = {"smallest_subnormal_float16": tiny, "smallest_normal_float16": normal, "eps_bfloat16": 2.0**-7}
 constants |= {"largest_float16": float(F16.max), "clip": args.clip, "sigmoid_depth": args.sigmoid_depth}
+constants |= {f"{k}_float32": float(getattr(np.finfo("float32"), k)) for k in ("smallest_normal", "max")}
+constants["max_depth"] = int(depths[-1])
 for key, value in constants.items():
     number(key, value, key.replace("_", " "))
 CLAIMS += [
