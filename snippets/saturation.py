@@ -36,8 +36,10 @@ args, results = snippet.parse(parser)
 grid = np.linspace(-10, 10, 2001)
 for name, f in (("sigmoid", ops.sigmoid), ("tanh", ops.tanh)):  # slopes from the output, as diagnostics
     results.number(f"{name}_max_slope", diagnostics.local_slope(name, f(grid)).max(), f"largest {name} slope")
-for dtype, bits in ((np.float64, 53), (np.float32, 24)):
+for dtype, bits, tiny, zero in ((np.float64, 53, 1022, 1075), (np.float32, 24, 126, 150)):
     z_one, name = logistic.first_float_at_or_above(bits, dtype), np.dtype(dtype).name
+    for key, power in (("subnormal", tiny), ("underflow", zero)):  # e^-z is subnormal / rounds to 0 from here
+        results.number(f"z_{key}_{name}", logistic.first_float_at_or_above(power, dtype), f"{key}, {name}")
     results.number(f"z_one_{name}", z_one, f"first {name} z >= {bits} ln 2: sigmoid(z) is 1.0 from here")
     steps = logistic.floats_from(z_one, logistic.machine_rounds_to_one(dtype))
     statement = f"This machine's {name} sigmoid is 1.0 from that float or one beside it."
@@ -45,8 +47,6 @@ for dtype, bits in ((np.float64, 53), (np.float32, 24)):
 y_below = ops.sigmoid(z_below := np.nextafter(logistic.first_float_at_or_above(53), 0.0))
 results.number("slope_rule_just_below", y_below * (1 - y_below), "y(1 - y) one float below z_one_float64")
 results.number("slope_true_just_below", logistic.reference_slope(z_below), "true sigma' there (decimal)")
-results.number("z_subnormal", logistic.first_float_at_or_above(1022), "first z >= 1022 ln 2: e^-z subnormal")
-results.number("z_underflow", logistic.first_float_at_or_above(1075), "first z >= 1075 ln 2: e^-z is 0")
 (far := engine.Tensor(np.array([745.0, 746.0]), requires_grad=True)).sigmoid().sum().backward()
 statement = "gradlab's slope sigmoid(z) sigmoid(-z) is > 0 at z = 745 and 0 at z = 746."
 results.claim("gradlab_slope_lasts", bool(far.grad[0] > 0 == far.grad[1]), statement, {"slope": far.grad})
