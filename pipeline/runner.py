@@ -17,6 +17,7 @@ import os
 import re
 import shlex
 import shutil
+import subprocess
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -31,6 +32,11 @@ CACHE = ROOT / ".cache" / "snippets"
 HASHED_FILES = [ROOT / "requirements.txt", Path(__file__).resolve()]
 TIMEOUT_SECONDS = 300  # a snippet's limit; a line "# timeout: N" in the snippet sets its own
 TIMEOUT_LINE = re.compile(r"^# timeout: (\d+)\s*$", re.M)
+RUN_SECONDS = "run-seconds"  # in a result's folder: how long the run took
+STATUS = "run-status.json"  # written by a script run into its folder (removed when published)
+# snippets already run in parallel, one per core: a multi-threaded BLAS in each of them only
+# oversubscribes the cores (a small matmul measured 15x slower that way)
+_ENV_ONE_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
 class SnippetError(Exception):
@@ -176,27 +182,24 @@ def _where(path: Path, notebook, cell_index: int) -> str:
     return f"{shown}:{_cell_line(path, notebook, cell_index)}"
 
 
+def _kernel_path() -> list[str]:
+    """snippets/ (gradlab), snippets/frameworks/ (the modules framework scripts import), and the
+    caller's PYTHONPATH."""
+    return [str(SNIPPETS), str(FRAMEWORKS), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+
+
 def _execute(path: Path, folder: Path, args: tuple[str, ...] = ()) -> None:
     """Execute the snippet as a notebook with its output folder set to ``folder``."""
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError
 
-    paths = [
-        str(SNIPPETS),
-        str(FRAMEWORKS),
-        *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep)),
-    ]
     kernel_env = {
         **os.environ,
         "GRADLAB_SNIPPET_NAME": path.stem,  # read by gradlab.snippet.parse()
         "GRADLAB_SNIPPET_ARGV": shlex.join(["--out", str(folder), *args]),
-        "PYTHONPATH": os.pathsep.join(paths),  # the kernel imports gradlab from snippets/
+        "PYTHONPATH": os.pathsep.join(_kernel_path()),  # the kernel imports gradlab from snippets/
         "MPLBACKEND": "module://matplotlib_inline.backend_inline",
-        # snippets already run in parallel, one per core: a multi-threaded BLAS in each of
-        # them only oversubscribes the cores (a small matmul measured 15x slower that way)
-        "OPENBLAS_NUM_THREADS": "1",
-        "OMP_NUM_THREADS": "1",
-        "MKL_NUM_THREADS": "1",
+        **_ENV_ONE_THREAD,
     }
     notebook = to_notebook(path)
     limit, start, current = time_limit(path), time.monotonic(), [0]
@@ -245,18 +248,36 @@ def run_one(path: Path, cache: Path = CACHE, args: tuple[str, ...] = ()) -> Resu
     key = cache_key(path)
     home = _home(path, cache, args)
     final = home / key
-    if (final / "numbers.json").exists() and (final / f"{path.stem}.ipynb").exists():
+    if _is_complete(final, path, args):
         return Result(path.stem, final, 0.0, cached=True)
-    temporary = home / f"{key}.tmp-{os.getpid()}"
-    shutil.rmtree(temporary, ignore_errors=True)
-    temporary.mkdir(parents=True)
+    if args:
+        return run_scripts(path, [tuple(args)], cache)[0]
+    temporary = _temporary(home, key)
     start = time.perf_counter()
     try:
         _execute(path, temporary, tuple(args))
     except BaseException:
         shutil.rmtree(temporary, ignore_errors=True)
         raise
-    seconds = time.perf_counter() - start
+    return _publish(path, home, key, temporary, time.perf_counter() - start)
+
+
+def _is_complete(final: Path, path: Path, args) -> bool:
+    """A result is there: its numbers, and for the site's run (no arguments) its notebook."""
+    return (final / "numbers.json").exists() and (bool(args) or (final / f"{path.stem}.ipynb").exists())
+
+
+def _temporary(home: Path, key: str) -> Path:
+    temporary = home / f"{key}.tmp-{os.getpid()}"
+    shutil.rmtree(temporary, ignore_errors=True)
+    temporary.mkdir(parents=True)
+    return temporary
+
+
+def _publish(path: Path, home: Path, key: str, temporary: Path, seconds: float) -> Result:
+    """Rename a finished run into place (with its time) and remove the results of earlier keys."""
+    final = home / key
+    (temporary / RUN_SECONDS).write_text(f"{seconds:.2f}\n", encoding="utf-8")
     for old in home.iterdir():  # results of earlier keys are stale: remove them
         if old not in (temporary, final) and not old.name.startswith(f"{key}.tmp-"):
             shutil.rmtree(old, ignore_errors=True)
@@ -267,16 +288,197 @@ def run_one(path: Path, cache: Path = CACHE, args: tuple[str, ...] = ()) -> Resu
     return Result(path.stem, final, seconds, cached=False)
 
 
-def _run_quietly(path: Path, cache: Path, args: tuple[str, ...] = ()):
-    try:
-        return run_one(path, cache, args)
-    except SnippetError as error:
-        return error
+def last_seconds(path: Path, cache: Path = CACHE, args: tuple[str, ...] = ()) -> float:
+    """How long the snippet's latest run with these arguments took (0 if never run; a result of
+    an earlier key counts until the new one replaces it): the pool starts the longest runs
+    first, so that no core idles at the end while one long run finishes."""
+    times = []
+    for file in _home(Path(path), cache, args).glob(f"*/{RUN_SECONDS}"):
+        try:
+            times.append(float(file.read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            pass
+    return max(times, default=0.0)
+
+
+def run_scripts(path: Path, runs: list[tuple[str, ...]], cache: Path = CACHE) -> list:
+    """Run one snippet as a script, once per tuple of arguments in ``runs`` (other seeds, the
+    exercises' settings), one after another in ONE Python process: the interpreter, numpy,
+    matplotlib and PyTorch or JAX are imported once, not once per run. Each run executes the
+    script afresh (``runpy``, new globals) with its own ``--out`` and arguments, exactly as
+    ``python snippets/NAME.py ARGS`` does; only a notebook needs a kernel, and only the site's
+    run (no arguments) is published as one. Returns a Result or a SnippetError per run."""
+    path = Path(path).resolve()
+    key = cache_key(path)
+    outcomes: dict[tuple, object] = {}
+    todo = []
+    for args in runs:
+        final = _home(path, cache, args) / key
+        if _is_complete(final, path, args):
+            outcomes[args] = Result(path.stem, final, 0.0, cached=True)
+        else:
+            todo.append((args, _temporary(_home(path, cache, args), key)))
+    if todo:
+        limit = time_limit(path)
+        plan = [[str(folder), list(args)] for args, folder in todo]
+        command = [sys.executable, "-m", "pipeline.runner", "--scripts", str(path), json.dumps(plan)]
+        env = {**os.environ, **_ENV_ONE_THREAD, "MPLBACKEND": "Agg"}
+        env["PYTHONPATH"] = os.pathsep.join(_kernel_path())
+        try:
+            done = subprocess.run(
+                command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=limit * len(todo) + 60
+            )
+            output = done.stdout[-2000:] + done.stderr[-4000:]
+        except subprocess.TimeoutExpired:
+            output = f"{_shown(path)}: ran past {limit} s and did not stop"
+        for args, folder in todo:
+            status_file = folder / STATUS
+            status = json.loads(status_file.read_text("utf-8")) if status_file.exists() else None
+            if status is not None and status.get("error") is None:
+                status_file.unlink()
+                home = _home(path, cache, args)
+                outcomes[args] = _publish(path, home, key, folder, status["seconds"])
+                continue
+            shutil.rmtree(folder, ignore_errors=True)
+            message = status["error"] if status else f"{_shown(path)}: the run did not finish\n{output}"
+            outcomes[args] = SnippetError(message)
+    return [outcomes[tuple(args)] for args in runs]
+
+
+def _shown(path: Path):
+    return path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+
+
+class _PastLimit(BaseException):
+    """Raised in a script run by the alarm at its time limit (not catchable as an Exception)."""
+
+
+def _script_worker(path: Path, plan: list) -> int:
+    """``python -m pipeline.runner --scripts PATH PLAN``: the runs of :func:`run_scripts`."""
+    import contextlib
+    import io
+    import runpy
+    import signal
+    import traceback
+
+    sys.path[:0] = _kernel_path()
+    limit = time_limit(path)
+
+    def alarm(*_):
+        raise _PastLimit
+
+    signal.signal(signal.SIGALRM, alarm)
+    for folder, args in plan:
+        argv = ["--out", folder, *args]
+        os.environ["GRADLAB_SNIPPET_NAME"] = path.stem
+        os.environ["GRADLAB_SNIPPET_ARGV"] = shlex.join(argv)
+        sys.argv = [str(path), *argv]
+        start = time.perf_counter()
+        error = None
+        printed, complaints = io.StringIO(), io.StringIO()  # the tables; stderr for a failure
+        signal.setitimer(signal.ITIMER_REAL, limit)
+        try:
+            with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(complaints):
+                runpy.run_path(str(path), run_name="__main__")
+        except SystemExit as exit_:
+            if exit_.code not in (None, 0):
+                said = complaints.getvalue().strip()
+                error = f"{_shown(path)}: exited with status {exit_.code}" + (f": {said}" if said else "")
+        except _PastLimit:
+            error = f"{_where_in(path, traceback.extract_tb(sys.exc_info()[2]))}: ran past {limit} s (here)"
+        except BaseException as failure:  # the message names the snippet's line, as a notebook's does
+            frames = traceback.extract_tb(failure.__traceback__)
+            text = "".join(traceback.format_exception(failure))
+            error = f"{_where_in(path, frames)}: {type(failure).__name__}: {failure}\n{text}"
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        if "matplotlib.pyplot" in sys.modules:
+            sys.modules["matplotlib.pyplot"].close("all")
+        if error is None and not (Path(folder) / "numbers.json").exists():
+            error = f"{_shown(path)}: finished without results.save() (no numbers.json)"
+        status = {"error": error, "seconds": time.perf_counter() - start}
+        (Path(folder) / STATUS).write_text(json.dumps(status), encoding="utf-8")
+    return 0
+
+
+def _where_in(path: Path, frames) -> str:
+    """``snippets/NAME.py:LINE`` of the snippet's innermost frame in a traceback."""
+    lines = [frame.lineno for frame in frames if Path(frame.filename).resolve() == path]
+    return f"{_shown(path)}:{lines[-1]}" if lines else str(_shown(path))
+
+
+def _run_task(path: Path, cache: Path, runs: list[tuple[str, ...]]) -> list:
+    """One pool task: the site's run of a snippet as a notebook, or all of its runs with
+    arguments as scripts in one process. A SnippetError is returned, not raised."""
+    if runs == [()]:
+        try:
+            return [run_one(path, cache)]
+        except SnippetError as error:
+            return [error]
+    return run_scripts(path, runs, cache)
 
 
 def _say(progress: bool, line: str) -> None:
     if progress:
         print(line, file=sys.stderr, flush=True)
+
+
+def run_many(requests, cache: Path = CACHE, jobs: int | None = None, progress: bool = True) -> dict:
+    """Run every ``(path, args)`` in ``requests`` that is not cached, in ONE pool across the cores:
+    each site's run as a notebook, and each snippet's runs with arguments (other seeds, the
+    exercises' settings) as scripts in one process per snippet. The longest tasks (by their
+    previous run's time) start first. Returns ``{(name, args): Result or SnippetError}``.
+    ``progress``: one line per run (done in N s / failed) and a summary, on stderr."""
+    requests = [(Path(path), tuple(args)) for path, args in requests]
+    jobs = jobs or os.cpu_count() or 1
+    stale = [(p, a) for p, a in requests if not _is_complete(_home(p, cache, a) / cache_key(p), p, a)]
+    tasks: dict[tuple, list] = {}  # (path, notebook?) -> the arguments of its runs
+    for path, args in stale:
+        runs = tasks.setdefault((path, not args), [])
+        if args not in runs:
+            runs.append(args)
+    order = sorted(tasks, key=lambda t: -sum(last_seconds(t[0], cache, a) for a in tasks[t]))
+    if stale:
+        kinds = sorted({" ".join(a) or "site" for _, a in stale})
+        _say(
+            progress,
+            f"snippets: {len(requests) - len(stale)} cached, running {len(stale)} "
+            f"({', '.join(kinds)}) on {min(jobs, len(tasks))} core(s)",
+        )
+    start = time.perf_counter()
+    outcomes: dict[tuple, object] = {}
+
+    def report(path: Path, runs: list, results: list) -> None:
+        for args, outcome in zip(runs, results, strict=True):
+            outcomes[(path.stem, args)] = outcome
+            label = f"{path.stem} {' '.join(args)}".strip()
+            if isinstance(outcome, SnippetError):
+                _say(progress, f"  failed   {label}: {str(outcome).splitlines()[0]}")
+            elif not outcome.cached:
+                _say(progress, f"  done     {label:<40} {outcome.seconds:6.1f} s")
+
+    if len(tasks) <= 1 or jobs == 1:
+        for path, notebook in order:
+            report(path, tasks[(path, notebook)], _run_task(path, cache, tasks[(path, notebook)]))
+    else:
+        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks))) as pool:
+            futures = {pool.submit(_run_task, t[0], cache, tasks[t]): t for t in order}
+            for future in as_completed(futures):
+                path, notebook = futures[future]
+                report(path, tasks[(path, notebook)], future.result())
+    failures = [o for o in outcomes.values() if isinstance(o, SnippetError)]
+    if stale:
+        _say(
+            progress,
+            f"snippets: {len(stale) - len(failures)} ran, {len(failures)} failed, "
+            f"{time.perf_counter() - start:.1f} s",
+        )
+    for path, args in requests:  # the cached ones
+        if (path.stem, args) not in outcomes:
+            outcomes[(path.stem, args)] = Result(
+                path.stem, _home(path, cache, args) / cache_key(path), 0.0, True
+            )
+    return outcomes
 
 
 def run_all(
@@ -291,49 +493,19 @@ def run_all(
 
     ``strict``: raise one SnippetError naming all failures; otherwise map a failed snippet's
     name to its SnippetError, so one broken snippet fails only what depends on it.
-    ``progress``: one line per snippet that runs (done in N s / failed) and a summary, on stderr.
     """
     paths = snippet_paths() if paths is None else [Path(p) for p in paths]
-    jobs = jobs or os.cpu_count() or 1
-    stale = [p for p in paths if not (_home(p, cache, args) / cache_key(p) / "numbers.json").exists()]
-    label = f" ({' '.join(args)})" if args else ""
-    if stale:
-        _say(
-            progress,
-            f"snippets{label}: {len(paths) - len(stale)} cached, "
-            f"running {len(stale)} on {min(jobs, len(stale))} core(s)",
-        )
-    start = time.perf_counter()
-    outcomes: dict[str, object] = {}
-
-    def report(path: Path, outcome) -> None:
-        outcomes[path.stem] = outcome
-        if isinstance(outcome, SnippetError):
-            _say(progress, f"  failed   {path.stem}: {str(outcome).splitlines()[0]}")
-        elif not outcome.cached:
-            _say(progress, f"  done     {path.stem:<28} {outcome.seconds:6.1f} s")
-
-    if len(stale) <= 1 or jobs == 1:
-        for path in paths:
-            report(path, _run_quietly(path, cache, args))
-    else:
-        with ProcessPoolExecutor(max_workers=min(jobs, len(stale))) as pool:
-            futures = {pool.submit(_run_quietly, p, cache, tuple(args)): p for p in paths}
-            for future in as_completed(futures):
-                report(futures[future], future.result())
-    failures = [str(o) for o in outcomes.values() if isinstance(o, SnippetError)]
-    if stale:
-        _say(
-            progress,
-            f"snippets{label}: {len(stale) - len(failures)} ran, {len(failures)} failed, "
-            f"{time.perf_counter() - start:.1f} s",
-        )
+    outcomes = run_many([(p, tuple(args)) for p in paths], cache, jobs, progress)
+    results = {path.stem: outcomes[(path.stem, tuple(args))] for path in paths}
+    failures = [str(o) for o in results.values() if isinstance(o, SnippetError)]
     if failures and strict:
         raise SnippetError(f"{len(failures)} snippet(s) failed:\n\n" + "\n\n".join(failures))
-    return {path.stem: outcomes[path.stem] for path in paths}
+    return results
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--scripts"]:  # a worker of run_scripts
+        return _script_worker(Path(argv[1]).resolve(), json.loads(argv[2]))
     names = set(argv)
     paths = [p for p in snippet_paths() if not names or p.stem in names]
     unknown = names - {p.stem for p in paths}

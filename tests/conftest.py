@@ -27,12 +27,6 @@ class Results(dict):
         return outcome
 
 
-@pytest.fixture(scope="session")
-def snippet_results():
-    """Every snippet's result, run in parallel (or read from the cache) once per session."""
-    return Results(runner.run_all(strict=False))
-
-
 SELECTED_FOR_OTHER_SEEDS: set[str] = set()  # the snippets whose other-seed tests were selected
 
 
@@ -44,12 +38,39 @@ def pytest_collection_modifyitems(session, config, items):
 
 
 @pytest.fixture(scope="session")
-def other_seed_results():
+def all_runs():
+    """Every run the session needs, in ONE pool across the cores (or read from the cache): each
+    snippet's site run (a notebook), the runs with the exercises' arguments the chapters quote
+    (the build reads them), and the other seeds of the snippets whose tests were selected
+    (``-k NAME`` runs only that one's). ``(name, args) -> Result or SnippetError``."""
+    from pipeline import macros
+
+    paths = runner.snippet_paths()
+    requests = [(path, ()) for path in paths]
+    answers = set()
+    for page in (ROOT / "docs").rglob("*.md"):
+        answers |= macros.argument_runs(page.read_text(encoding="utf-8"))
+    requests += [
+        (runner.snippet_path(n), args) for n, args in sorted(answers) if runner.snippet_path(n).exists()
+    ]
+    for name in sorted(SELECTED_FOR_OTHER_SEEDS):
+        requests += [(runner.snippet_path(name), ("--seed", str(seed))) for seed in OTHER_SEEDS]
+    return runner.run_many(requests)
+
+
+@pytest.fixture(scope="session")
+def snippet_results(all_runs):
+    """Every snippet's site result, run in parallel (or read from the cache) once per session."""
+    return Results({name: outcome for (name, args), outcome in all_runs.items() if not args})
+
+
+@pytest.fixture(scope="session")
+def other_seed_results(all_runs):
     """``seed -> name -> Result`` for the seeds in OTHER_SEEDS (cached like the site's), for the
-    snippets whose tests were selected (``-k NAME`` runs only that one)."""
-    paths = [runner.snippet_path(name) for name in sorted(SELECTED_FOR_OTHER_SEEDS)]
+    snippets whose tests were selected."""
     return {
-        seed: Results(runner.run_all(paths, args=("--seed", str(seed)), strict=False)) for seed in OTHER_SEEDS
+        seed: Results({name: all_runs[(name, ("--seed", str(seed)))] for name in SELECTED_FOR_OTHER_SEEDS})
+        for seed in OTHER_SEEDS
     }
 
 
