@@ -1,27 +1,22 @@
 """Dying ReLUs: dead units counted during SGD, and their exactly zero gradient.
 
-A two-hidden-layer ReLU network fits a small 2-D regression with plain minibatch SGD on five
-seeds at once. A too-large learning rate or a negative bias initialization leaves a fraction of
-the hidden units negative on every training input; their incoming gradient is exactly zero. The
-remedies (a smaller step, leaky ReLU) run at the pitfall's setting: the same learning rate,
-initial weights and minibatches. Quoted by docs/dying-relus.md.
+A 2-64-64-1 ReLU network fits a 2-D regression by minibatch SGD on five seeds at once: a large step or a
+negative bias leaves units negative on every input, with exactly zero gradient. Quoted by docs/dying-relus.md.
 """
 
 # %% [markdown]
 # ## The data, the network, the training loop
-# Per seed: `n_points` inputs $x$ uniform in $[-2, 2]^2$, target $y = \sin(2x_1)\cos(x_2)$; a
-# network $2 \to 64 \to 64 \to 1$, He initialization, biases 0 (or `--bias`); mean squared error;
-# each step takes a minibatch of `batch` points and updates $\theta \leftarrow \theta - \eta\,g$.
-# A unit is **dead** when its pre-activation $z$ is $\le 0$ on every training input. The seeds
-# train together in `gradlab.seeded_mlp`, whose hand-written backward pass is checked here
-# against the engine's reverse mode.
+# Per seed: `n_points` inputs $x \in [-2, 2]^2$, $y = \sin(2x_1)\cos(x_2)$; a network $2 \to 64 \to 64
+# \to 1$, He initialization, biases 0 (or `--bias`); mean squared error; minibatch SGD. A unit is
+# **dead** when its pre-activation $z$ is $\le 0$ on every training input. The seeds train together
+# in `gradlab.seeded_mlp`, whose hand-written backward pass is checked against reverse mode.
 
 # %%
 import inspect
 
 import matplotlib.pyplot as plt
 import numpy as np
-from gradlab import check, engine, models, numerical, ops, seeded_mlp, snippet
+from gradlab import check, engine, models, numerical, ops, rate_sweep, seeded_mlp, snippet
 from matplotlib.ticker import PercentFormatter
 
 parser = snippet.parser(__doc__)
@@ -35,8 +30,7 @@ args, results = snippet.parse(parser)
 seeds = snippet.seeds(args.seed)
 
 sizes = [2, 64, 64, 1]
-data = [np.random.default_rng([seed, 0]).uniform(-2, 2, size=(args.n_points, 2)) for seed in seeds]
-X = np.stack(data)  # (seed, input, feature)
+X = np.stack([np.random.default_rng([seed, 0]).uniform(-2, 2, size=(args.n_points, 2)) for seed in seeds])
 y = (np.sin(2 * X[..., 0]) * np.cos(X[..., 1]))[..., None]
 for key in ["lr", "small_lr", "bias", "steps", "batch", "n_points"]:
     results.number(key, getattr(args, key), f"setting: {key}")
@@ -52,8 +46,7 @@ results.number("count_every", COUNT_EVERY, "SGD steps between two counts of the 
 def train(lr, bias=0.0, activation="relu"):
     """SGD on every seed from the same initial weights and minibatches for every setting."""
     rngs = [np.random.default_rng([seed, 1]) for seed in seeds]
-    params = seeded_mlp.init(sizes, rngs, bias=bias)
-    slope = SLOPE[activation]
+    params, slope = seeded_mlp.init(sizes, rngs, bias=bias), SLOPE[activation]
     params, history = seeded_mlp.sgd(params, X, y, lr, slope, rngs, args.steps, args.batch, COUNTS)
     return params, history, seeded_mlp.loss(params, X, y, slope)
 
@@ -86,11 +79,9 @@ SETTINGS = {
     "lr_large": (f"ReLU, η = {args.lr:g}", dict(lr=args.lr)),
     "lr_small": (f"ReLU, η = {args.small_lr:g}", dict(lr=args.small_lr)),
     "leaky": (f"leaky ReLU, η = {args.lr:g}", dict(lr=args.lr, activation="leaky_relu")),
-    "bias_negative": (
-        f"ReLU, η = {args.small_lr:g}, bias {args.bias:g}",
-        dict(lr=args.small_lr, bias=args.bias),
-    ),
-}
+    "bias_negative": (f"ReLU, η = {args.small_lr:g}, bias {args.bias:g}", dict(lr=args.small_lr,
+                                                                               bias=args.bias)),
+}  # fmt: skip
 runs = {key: train(**setting) for key, (_, setting) in SETTINGS.items()}
 variance = y.var(axis=(1, 2))
 print(f"{'setting':<26} dead at start  dead at end  final loss / Var(y)   (ranges over {len(seeds)} seeds)")
@@ -134,8 +125,7 @@ for name, holds, statement, values in [
     claim_all(name, holds, statement, values=values)
 
 # %% [markdown]
-# Do units come back? Of the units negative on every input at step 100, the share that is
-# positive on some input at the end, for ReLU and for leaky ReLU at the same step size.
+# Do units come back? The share of step 100's dead units positive on some input at the end.
 
 # %%
 revive_from = COUNTS.index(min(100, args.steps))
@@ -163,19 +153,37 @@ ends = [
     f"{label}: {runs[k][1][-1].mean(1).min():.0%} to {runs[k][1][-1].mean(1).max():.0%}"
     for k, (label, _) in SETTINGS.items()
 ]
-results.figure(
-    fig,
-    "dead_fraction",
-    alt=f"Fraction of hidden units negative on every training input over {args.steps} SGD steps; lines "
-    f"show seed {seeds[0]}, bands the range over {len(seeds)} seeds. At the end: {'; '.join(ends)}.",
+results.figure(fig, "dead_fraction", alt=f"Fraction of hidden units negative on every training input over "
+               f"{args.steps} SGD steps; lines: seed {seeds[0]}; bands: the range over {len(seeds)} seeds. "
+               f"At the end: {'; '.join(ends)}.")  # fmt: skip
+
+# %% [markdown]
+# The large-step run at other rates, on the first seed (each frame is what `--lr` gives for it).
+
+# %%
+rates = sorted({0.005, 0.01, 0.015, 0.02, 0.025, 0.03, 0.035, 0.04, 0.05, 0.06, args.lr})
+rngs, stack = [np.random.default_rng([seeds[0], 1]) for _ in rates], lambda a: np.repeat(a[:1], len(rates), 0)
+_, sweep = rate_sweep.sgd(seeded_mlp.init(sizes, rngs), stack(X), stack(y), rates, 0.0, rngs, args.steps,
+                          args.batch, COUNTS)  # fmt: skip
+layers = {"both layers": sweep, "layer 1": sweep[..., : sizes[1]], "layer 2": sweep[..., sizes[1] :]}
+claim_all(
+    "sweep_is_lr_large",
+    sweep[:, rates.index(args.lr)] == large[:, 0],
+    "The sweep's large step is the table's.",
 )
+shares = {k: [list(v[:, i].sum(-1) / sweep.shape[-1]) for i in range(len(rates))] for k, v in layers.items()}
+text = [f"η = {r:g}: {sweep[-1, i].mean():.0%} of the hidden units dead after {args.steps} steps (layer 1: "
+        f"{sweep[-1, i, : sizes[1]].sum()}, layer 2: {sweep[-1, i, sizes[1] :].sum()} units), seed {seeds[0]}"
+        for i, r in enumerate(rates)]  # fmt: skip
+results.frames("lr_sweep", parameter="learning rate η", values=rates, default=args.lr, x=COUNTS,
+               series=shares, description=text, title="Dead units as the step grows", xlabel="SGD step",
+               command=f"python snippets/dying_relu.py --lr {{value}} --seed {args.seed}",
+               ylabel="share of all hidden units with z ≤ 0 on all inputs")  # fmt: skip
 
 # %% [markdown]
 # ## Is it backprop?
-# The first seed's network after the large step: the incoming weights and biases of its dead
-# units (all of layer 1's, the first `checked_layer2` of layer 2's), and the gradient of the
-# full-data loss with respect to them by four methods. Reverse mode, forward mode and the
-# complex step all run ReLU's branch `z > 0`; central differences only evaluate the loss.
+# The first seed's network after the large step: the gradient with respect to its dead units'
+# incoming weights and biases (all of layer 1's, `checked_layer2` of layer 2's), by four methods.
 
 # %%
 params = seeded_mlp.one_seed(runs["lr_large"][0], 0)
@@ -188,16 +196,11 @@ for name, method in check.METHODS.items():
     print(f"{name:<8} largest |gradient| over the dead units' incoming weights: {largest[name]!r}")
     results.number(f"dead_grad_{name}", largest[name], f"{name}: max |dL/dw| over dead units' weights")
 results.claim("dead_grad_zero", max(largest.values()) == 0.0, "All four methods give exactly 0.", largest)
-results.number("check_seed", seeds[0], "seed of the networks the gradient checks use")
-results.number("dead_layer1", len(dead1), "that seed, large step: dead units in layer 1")
-results.number("dead_layer2", len(dead2), "that seed, large step: dead units in layer 2")
+for key, value in dict(check_seed=seeds[0], dead_layer1=len(dead1), dead_layer2=len(dead2)).items():
+    results.number(key, value, "the seed of the gradient checks; its dead units in layer 1, layer 2")
 results.number("checked_layer2", min(checked_layer2, len(dead2)), "dead layer-2 units in the check")
 
-# %% [markdown]
-# Central differences are exactly zero because one step of $\pm h$ in an incoming weight moves a
-# dead unit's $z$ by at most $h \cdot \max|{\rm input}|$, less than its distance from 0.
-
-# %%
+# Central differences are exactly 0: one step moves a dead unit's z by less than its distance from 0
 zs, hs, _ = seeded_mlp.forward([p[None] for p in params], X[:1], 0.0)
 z_top, move = [], []  # per checked unit: largest z over the data; largest change of z by one step
 for layer, units in enumerate([dead1, dead2[:checked_layer2]]):
@@ -208,6 +211,10 @@ for layer, units in enumerate([dead1, dead2[:checked_layer2]]):
         z_top.append(float(zs[layer][0][:, j].max()))
 results.number("dead_closest_z", max(z_top), "checked dead units: largest z over the data", rtol=1e-4)
 results.number("h_largest_move", max(move), "largest change of z by one central step", rtol=1e-3)
+move32 = np.array(move) * numerical.default_step(np.float32) / numerical.default_step()  # linear in the step
+results.number("h_largest_move_float32", move32.max(), "the same with float32's epsilon", rtol=1e-3)
+text = "No central-difference step of float32's size moves a checked dead unit's z above 0 either."
+results.claim("stays_dead_float32", bool(np.all(np.array(z_top) + move32 < 0)), text, {"move": move32})
 results.claim("stays_dead", max(z + m for z, m in zip(z_top, move, strict=True)) < 0, "No central-difference "
               "step moves a checked dead unit's z above 0 on any input.",
               {"z": z_top, "move": move})  # fmt: skip
@@ -221,9 +228,8 @@ results.claim("live_agree", exact < 1e-10 and live["reverse vs central"] < 1e-5,
               live)  # fmt: skip
 
 # %% [markdown]
-# Leaky ReLU at the large step: its units negative on every input still get gradient, through
-# the slope. Per unit, the largest incoming |gradient|, by reverse mode (every such unit) and
-# by central differences (layer 1's and the first `checked_layer2` of layer 2's):
+# Leaky ReLU at the large step: per unit negative on every input, the largest incoming |gradient|,
+# by reverse mode (every such unit) and central differences (layer 1's, `checked_layer2` of layer 2's).
 
 # %%
 leaky_params = seeded_mlp.one_seed(runs["leaky"][0], 0)
