@@ -45,9 +45,9 @@ lint: $(VENV)/.dev  ## ruff: format in place, then lint (fixing what it can); li
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-bench: $(VENV)/.dev  ## print build, rebuild, snippet and test-suite timings, and words per chapter
+bench: $(VENV)/.dev  ## timings in a fresh clone of HEAD: build, rebuild, serve edit, make check, snippets, make test warm and cold [QUICK=1: no make test]
 	$(BIN)/python benchmarks/words.py
-	$(BIN)/python benchmarks/build.py
+	$(BIN)/python benchmarks/build.py $(if $(QUICK),--quick)
 
 bench-flaky: $(VENV)/.dev  ## the browser suite 3 times with both cores loaded: every run must pass
 	$(BIN)/python benchmarks/browser_under_load.py 3
