@@ -1,8 +1,6 @@
 """Per-layer diagnostics: a deep tanh network that SGD cannot train, and three remedies.
 
-Per-layer reports at step 0; residual connections and layer normalization (the function) and Adam
-(the optimizer), each at its best learning rate on one grid, five seeds. Quoted by
-docs/per-layer-diagnostics.md.
+Per-layer reports at step 0; residual connections, layer norm (the function), Adam (the optimizer); 5 seeds.
 """
 
 # %% [markdown]
@@ -226,17 +224,21 @@ for X, y, init in problems:
     reverse, central = engine.grad(f, [init[0]])[0], numerical.central_difference(f, [init[0]])[0]
     central_rel.append(check.rel_error(reverse, central).max())
     central_abs.append(np.abs(reverse - central).max())
-    rounding.append(numerical.rounding_error(float(f([init[0]]))))
+    rounding.append([numerical.rounding_error(float(f([init[0]])), d) for d in (np.float64, np.float32)])
     largest.append(np.abs(reverse).max())
 results.spread("backprop_vs_exact", exact, "reverse vs forward and complex step", atol=1e-12)
 results.spread("backprop_vs_central", central_rel, "reverse vs central, relative", atol=0.5)
 results.spread("central_abs_error", central_abs, "largest |reverse - central|", atol=1e-10)
+rounding, rounding32 = np.array(rounding).T  # float32: eps and h = eps^(1/3) of float32, same |L|
 results.spread("central_rounding_estimate", rounding, "eps |L| / h", rtol=1e-3)
+results.spread("central_rounding_float32", rounding32, "eps |L| / h in float32 (same L)", rtol=1e-3)
 results.spread("first_layer_largest_entry", largest, "largest |dL/dW_1| entry", rtol=1e-4)
 passes = all(a <= 10 * r + 1e-6 * g for a, r, g in zip(central_abs, rounding, largest, strict=True))
 CLAIMS += [
     ("exact_methods_agree", max(exact) < 1e-10, "Forward mode and the complex step agree with reverse mode "
      "to 1e-10.", {"error": exact}),
+    ("float32_blind", min(rounding32) > max(largest), "In float32, one central difference's rounding error "
+     "exceeds the largest gradient entry on every seed.", {"float32": rounding32, "largest": largest}),
     ("central_passes_mixed", passes and min(central_rel) > 1e-4, "Central differences pass the mixed "
      "tolerance while their relative error exceeds 1e-4.", {"abs": central_abs, "rel": central_rel}),
 ]  # fmt: skip

@@ -79,6 +79,14 @@ results.claim("wolfe_curvature_positive", holds, claim, {"armijo": min(runs["bfg
 margin = min(min(1 - t.grad_norms[-1] / GTOL, t.grad_norms[-2] / GTOL - 1) for t in runs.values())
 claim = "every run on the well stops with its last two gradient norms at least 10% away from the tolerance"
 results.claim("stops_not_borderline", margin > 0.1, claim, {"relative margin": margin})
+results.number("far_grad_norm", 10 * np.exp(-25.0), "|grad f| at distance 5: 2 * 5 * exp(-25)")
+# Farther out exp(-|x|^2) rounds to exactly 0: below half the smallest subnormal, 2^-1075 or 2^-150
+for dtype, bits in ((np.float64, 1075), (np.float32, 150)):
+    edge, name = np.sqrt(bits * np.log(2)), np.dtype(dtype).name  # exp(-edge^2) = 2^-bits
+    results.number(f"underflow_{name}", edge, f"|x| from which exp(-|x|^2) is exactly 0 in {name}")
+    gone = [np.exp(-(dtype(edge * k) ** 2)) for k in (0.999, 1.001)]  # this machine's exp, in dtype
+    claim = f"in {name} exp(-|x|^2) is non-zero 0.1% inside |x| = {edge:.2f} and exactly 0 0.1% outside"
+    results.claim(f"underflow_{name}_holds", gone[0] > 0 and gone[1] == 0, claim, {"exp": gone})
 
 # %% [markdown]
 # Why Newton fails here: the curvature along the way in. Hessian-vector products $Hv$ by central
