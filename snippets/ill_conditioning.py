@@ -13,7 +13,7 @@ diagonal preconditioners, axis-aligned and rotated, on minibatches. Quoted by do
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
-from gradlab import check, optim, snippet
+from gradlab import check, kappa_sweep, optim, snippet
 
 parser = snippet.parser(__doc__)
 parser.add_argument("--kappa", type=snippet.positive_float, default=100.0, help="condition number")
@@ -56,8 +56,7 @@ alt = "With the best fixed step, gradient descent flips across the narrow axis o
 results.figure(fig, "zigzag", alt=alt + "step while creeping along the long axis; BFGS needs a few steps.")
 
 # %% [markdown]
-# The steep coordinate is multiplied by $1 - \eta\kappa$ per step: stable only for
-# $\eta < 2/\lambda_{\max}$. Just below, at, and just above that step:
+# The steep coordinate is multiplied by $1 - \eta\kappa$ per step, stable only for $\eta < 2/\lambda_{\max}$.
 
 # %%
 STEPS = 300
@@ -135,8 +134,7 @@ with np.errstate(over="ignore", invalid="ignore"):  # the heavy ball may diverge
                 results.number(f"{problem}_{method}_{what}", getattr(trace, what), f"{method} on {problem}")
 results.number("max_iter", MAX_ITER, "iteration cap")
 results.number("gtol", GTOL, "gradient tolerance of the table")
-# From x0 = (sqrt(kappa), 1) with lr = 2/(1 + kappa) both coordinates shrink by q per step:
-# |grad f_k| = q^k |grad f_0| exactly, so k = ceil(ln(|grad f_0| / gtol) / ln(1/q)).
+# x0 = (sqrt(kappa), 1), lr = 2/(1 + kappa): |grad f_k| = q^k |grad f_0|, k = ceil(ln(|g_0| / gtol) / ln(1/q))
 gd_predicted = np.log(np.linalg.norm([np.sqrt(kappa), kappa]) / GTOL) / -np.log((kappa - 1) / (kappa + 1))
 results.number("quadratic_gd_predicted", gd_predicted, "theory for the table's GD on the quadratic")
 measured = traces["quadratic", "gd"].iterations
@@ -146,6 +144,8 @@ bfgs_curvatures = np.concatenate([traces[p, "bfgs"].curvatures for p in problems
 claim, holds = "every BFGS step from the strong-Wolfe search has y^T s > 0", bool(np.all(bfgs_curvatures > 0))
 results.claim("wolfe_keeps_bfgs_curvature", holds, claim, {"yTs": bfgs_curvatures})
 it = {f"{p}_{m}": trace.iterations for (p, m), trace in traces.items()}
+table = {m: traces["quadratic", m].iterations for m in ("gd", "heavy_ball", "bfgs")}  # the slider (below)
+kappa_sweep.record(results, kappa, GTOL, MAX_ITER, table)
 order = [it[f"quadratic_{m}"] for m in ("newton", "bfgs", "line_search", "heavy_ball", "gd")]
 converged = [m for m in methods if traces["rosenbrock", m].converged]
 diverged = not np.isfinite(traces["rosenbrock", "heavy_ball"].grad_norms[-1])
