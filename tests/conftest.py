@@ -1,6 +1,13 @@
-"""Shared fixtures: every snippet runs once per session, the site is built once per session."""
+"""Shared fixtures: every snippet runs once per session, the site is built once per session.
 
+Under pytest-xdist (``make test`` runs ``pytest -n``), the workers share both: the first worker to
+ask runs the snippets (or builds the site) while holding a lock, and leaves the outcome in the
+session's temporary folder; the others wait for the lock and read it, so nothing runs twice.
+"""
+
+import fcntl
 import os
+import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -37,8 +44,28 @@ def pytest_collection_modifyitems(session, config, items):
             SELECTED_FOR_OTHER_SEEDS.add(params["name"])
 
 
+def once_per_session(tmp_path_factory, name: str, compute):
+    """``compute()``, once for the whole session: without xdist, directly; under xdist, by the
+    first worker that asks (holding a lock), its outcome pickled for the others."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return compute()
+    shared = tmp_path_factory.getbasetemp().parent  # the session's folder, common to the workers
+    with open(shared / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = shared / f"{name}.pickle"
+        if done.exists():
+            return pickle.loads(done.read_bytes())
+        outcome = compute()
+        done.write_bytes(pickle.dumps(outcome))
+        return outcome
+
+
 @pytest.fixture(scope="session")
-def all_runs():
+def all_runs(tmp_path_factory):
+    return once_per_session(tmp_path_factory, "runs", _all_runs)
+
+
+def _all_runs():
     """Every run the session needs, in ONE pool across the cores (or read from the cache): each
     snippet's site run (a notebook), the runs with the exercises' arguments the chapters quote
     (the build reads them), and the other seeds of the snippets whose tests were selected
@@ -76,17 +103,22 @@ def other_seed_results(all_runs):
 
 @pytest.fixture(scope="session")
 def built_site(snippet_results, tmp_path_factory):
+    """A clean ``mkdocs build --strict`` into a temporary folder; snippets come from the cache."""
     failed = [
         name for name, outcome in dict.items(snippet_results) if isinstance(outcome, runner.SnippetError)
     ]
     if failed:
         pytest.fail(f"the site cannot be built: snippet(s) {', '.join(failed)} failed", pytrace=False)
-    """A clean ``mkdocs build --strict`` into a temporary folder; snippets come from the cache."""
-    site = tmp_path_factory.mktemp("site")
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    command = [sys.executable, "-m", "mkdocs", "build", "--strict", "--clean", "-d", str(site)]
-    build = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
-    assert build.returncode == 0, f"mkdocs build --strict failed:\n{build.stderr[-4000:]}"
+
+    def build():
+        site = tmp_path_factory.mktemp("site")
+        env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+        command = [sys.executable, "-m", "mkdocs", "build", "--strict", "--clean", "-d", str(site)]
+        done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+        return site, done.returncode, done.stderr[-4000:]
+
+    site, status, stderr = once_per_session(tmp_path_factory, "site", build)
+    assert status == 0, f"mkdocs build --strict failed:\n{stderr}"
     return site
 
 
