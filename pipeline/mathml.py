@@ -154,7 +154,8 @@ def on_post_page(output, page, config):
 def font_subset(codepoints: set[int]) -> Path:
     """STIX Two Math cut to `codepoints` (with the size variants and parts its MATH table
     needs to stretch them), as woff2; cached by the set of characters and this file's text."""
-    key = hashlib.sha256(json.dumps(sorted(codepoints)).encode() + Path(__file__).read_bytes()).hexdigest()[:16]
+    recipe = json.dumps(sorted(codepoints)).encode() + Path(__file__).read_bytes()
+    key = hashlib.sha256(recipe).hexdigest()[:16]
     target = CACHE / f"math-{key}.woff2"
     if target.exists():
         return target
