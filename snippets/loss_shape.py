@@ -1,10 +1,9 @@
 """The shape of the loss: outliers under squared error and Huber, saturation under sigmoid + squared error
 
-A line fitted through gross outliers with squared error and Huber: the outliers' share of the
-gradient, the fitted slopes. A sigmoid output started confidently wrong, with squared error or
-cross-entropy: the logit gradient, the steps under gradient descent, normalized steps and Adam
-(each at its best rate from one grid), and flipped labels' share of the gradient. Five seeds.
-Quoted by docs/shape-of-the-loss.md.
+A line through gross outliers fitted with squared error and Huber (also over a sweep of delta): the
+outliers' share of the gradient, the slopes. A sigmoid output started confidently wrong, with squared
+error or cross-entropy: the logit gradient, the steps of gradient descent, normalized steps and Adam
+(each at its best rate from one grid), flipped labels' gradient share. Five seeds; docs/shape-of-the-loss.md.
 """
 
 # %% [markdown]
@@ -14,7 +13,7 @@ Quoted by docs/shape-of-the-loss.md.
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
-from gradlab import check, engine, losses, ops, plot, shape, snippet
+from gradlab import check, engine, huber_frames, losses, ops, plot, shape, snippet
 
 parser = snippet.parser(__doc__)
 parser.add_argument("--points", type=snippet.positive_int, default=40, help="data points")
@@ -37,40 +36,37 @@ y_clean = true_slope * x + true_intercept + noise * np.stack([rng.normal(size=ar
 is_outlier = np.arange(args.points) >= args.points - args.outliers  # the largest x
 y = y_clean + args.offset * is_outlier
 for key, value, about in [
-    ("points", args.points, "data points"),
-    ("outliers", args.outliers, "gross outliers"),
+    ("points", args.points, "data points"), ("outliers", args.outliers, "gross outliers"),
     ("outlier_fraction", args.outliers / args.points, "outliers as a fraction of the points"),
     ("offset", args.offset, "outliers' shift in y"),
     ("delta", args.delta, "Huber threshold"),
-    ("true_slope", true_slope, "slope of the true line"),
-    ("true_intercept", true_intercept, "intercept of the true line"),
+    ("true_slope", true_slope, "slope of the true line"), ("true_intercept", true_intercept, "its intercept"),
     ("first_seed", SEEDS[0], "seed of the regression figure"),
     ("lr", args.lr, "the pitfall's learning rate"),
     ("init_weight", args.init_weight, "initial weight of the logistic model"),
-    ("lr_grid_min", LRS[0], "smallest rate on the grid"),
-    ("lr_grid_max", LRS[-1], "largest rate on the grid"),
+    ("lr_grid_min", LRS[0], "smallest grid rate"), ("lr_grid_max", LRS[-1], "largest grid rate"),
     ("max_steps", CAP, "step cap of the tuned runs (the pitfall runs: 5 times more)"),
     ("flip", args.flip, "probability of flipping a label"),
     ("cls_points", N_CLS, "points per seed of the logistic model"),
-]:
+]:  # fmt: skip
     results.number(key, value, about)
 
 # %% [markdown]
 # ## Who owns the gradient
 # Give every point its own copy of $(\hat a, \hat b)$, all equal: one backward pass returns each
 # point's gradient $g_i = \ell'(r_i)\,(x_i, 1)$. The outliers' share is
-# $\sum_{i \in O} \lVert g_i \rVert / \sum_i \lVert g_i \rVert$. Huber is fitted by gradient
-# descent on all seeds at once (one slope and intercept per seed).
+# $\sum_{i \in O} \lVert g_i \rVert / \sum_i \lVert g_i \rVert$. Huber: gradient descent on all seeds at once,
+# and on the first seed for every δ of the slider (`gradlab.huber_frames`).
 
 # %%
 LOSSES = {"squared": losses.squared_error, "huber": lambda r: losses.huber(r, args.delta)}
-*huber_fit, huber_grad_norm = shape.fit_gradient_descent(LOSSES["huber"], x, y)  # convex: GD converges
-results.number("huber_final_grad_norm", huber_grad_norm, "Huber fit: largest final gradient norm", atol=1e-8)
-fits = {
-    "squared": shape.fit_least_squares(x, y),
-    "huber": huber_fit,
-    "squared_clean": shape.fit_least_squares(x, y_clean),
-}
+DELTAS = sorted({0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0, 5.0, 7.0, 10.0, args.delta})  # slider stops
+(*huber_fit, grad_norm), sweep = huber_frames.fit_with_sweep(x, y, args.delta, DELTAS)  # convex: GD converges
+results.number("huber_final_grad_norm", grad_norm, "Huber fit: largest final gradient norm", atol=1e-8)
+fits = {"squared": shape.fit_least_squares(x, y), "huber": huber_fit,
+        "squared_clean": shape.fit_least_squares(x, y_clean)}  # fmt: skip
+swept = huber_frames.record(results, "delta_sweep", x, y, is_outlier, DELTAS, sweep, fits["squared"],
+                            (true_slope, true_intercept), default=args.delta, seed=args.seed)  # fmt: skip
 for name, (slope, intercept) in fits.items():
     results.spread(f"{name}_slope_error", np.abs(slope - true_slope), f"{name} fit: |slope - true slope|")
     results.spread(f"{name}_intercept_error", np.abs(intercept - true_intercept), f"{name}: |b - true b|")
@@ -90,6 +86,10 @@ for name, holds, statement, values in [
     ("huber_shrinks_share", np.all(shares["huber", "initial"] < shares["squared", "initial"])
      and np.all(shares["huber", "fitted"] < shares["squared", "fitted"]),
      "Huber gives the outliers a smaller share than squared error, at (0, 0) and at each fit", {}),
+    ("huber_becomes_squared", swept["largest_residual"] < DELTAS[-1] and swept["to_least_squares"] < 1e-9,
+     "once δ exceeds every least-squares residual, the Huber fit is the least-squares fit (to 1e-9)", swept),
+    ("small_delta_robust", np.all(swept["errors"][np.array(DELTAS) <= 1] < swept["squared_error"] / 2),
+     "for every δ up to 1 the Huber slope error is under half the least-squares one", swept),
     ("huber_fits_better", np.all(errors["huber"] < errors["squared"] / 2),
      "Huber's slope error is less than half the squared-error fit's", errors),
     ("huber_not_clean", np.all(errors["huber"] > errors["squared_clean"]),
