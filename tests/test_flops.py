@@ -7,7 +7,7 @@ from gradlab.forward import Dual
 
 
 def test_matmul_costs_2mkn_forward_and_twice_that_backward():
-    A, B = Tensor(np.ones((3, 4))), Tensor(np.ones((4, 5)))
+    A, B = Tensor(np.ones((3, 4)), requires_grad=True), Tensor(np.ones((4, 5)), requires_grad=True)
     with flops.counting() as counter:
         out = A @ B
     assert (counter.forward, counter.backward) == (2 * 3 * 4 * 5, 0)
@@ -16,6 +16,20 @@ def test_matmul_costs_2mkn_forward_and_twice_that_backward():
         out.sum().backward()
     assert counter.forward == 15  # the sum reads 15 entries
     assert counter.backward == 15 + 2 * (2 * 3 * 4 * 5)  # sum's closure, matmul's two products
+
+
+def test_backward_charges_only_the_gradients_computed():
+    """X @ W with data X (no gradient) costs one backward product, not two; constants cost none."""
+    X, W = Tensor(np.ones((3, 4))), Tensor(np.ones((4, 5)), requires_grad=True)
+    with flops.counting() as counter:
+        (X @ W).sum().backward()
+    assert counter.backward == 15 + 2 * 3 * 4 * 5
+    with flops.counting() as counter:
+        engine.grad(lambda p: ops.sum(ops.tanh(ops.matmul(np.ones((3, 4)), p[0]))), [np.ones((4, 5))])
+    assert counter.backward == 15 + 15 + 2 * 3 * 4 * 5  # sum, tanh, W's product only
+    with flops.counting() as counter:
+        constant = (X @ X.T).tanh().sum()
+    assert counter.forward > 0 and counter.backward == 0 and constant._parents == ()
 
 
 def test_dual_matmul_tangent_costs_two_products():

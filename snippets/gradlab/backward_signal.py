@@ -14,7 +14,8 @@ from . import check, diagnostics, engine, models, numerical, ops
 def backward_pass(params, X, y, activation):
     """One backward pass of mean((mlp(X) - y)^2): the parameter Tensors, the input Tensor and the
     hidden pre-activations z_l and activations h_l as Tensors, all with .grad filled."""
-    tensors, inputs = [engine.Tensor(p) for p in params], engine.Tensor(X)
+    tensors = [engine.Tensor(p, requires_grad=True) for p in params]
+    inputs = engine.Tensor(X, requires_grad=True)  # bound_split reads dL/dh_0
     output, zs, hs = models.mlp(tensors, inputs, activation, return_hidden=True)
     ops.mean((output - y) ** 2).backward()
     return tensors, inputs, zs, hs

@@ -8,6 +8,15 @@ for y = op(x), dL/dx += dy/dx * dL/dy. Adding (not assigning) is what makes a va
 `Tensor.backward()` sorts the graph topologically, seeds dL/dL = 1 and runs every closure once,
 outputs before inputs. That is the whole algorithm; everything else is one local rule per op.
 
+What gets a gradient, as in PyTorch: a Tensor made from data (an input, a target, a constant)
+requires none unless created with `requires_grad=True`; `value_and_grad` and `grad` mark their
+params. An op's output requires a gradient iff one of its inputs does; if none does, the output is
+a constant with no parents and no closure, and a rule computes nothing for an input that needs no
+gradient (so X @ W with data X costs one backward matrix product, not two). `.grad` is None until
+the first gradient is written into it, then accumulates. `backward()` frees the graph (closures
+and parent links) unless called with `retain_graph=True`; a second `backward()` through a freed
+graph raises.
+
 Dtypes: float16, float32 and float64 are kept as they are (never upcast; float16 is numpy's
 emulation, rounded after every operation); bools and integers become float64; anything else
 (complex, object, strings) is a TypeError. Scalars (python or
@@ -44,7 +53,9 @@ def unbroadcast(grad, shape):
 
     If x of shape (3,) was broadcast against (4, 3), each x_j was used 4 times, so
     dL/dx_j = sum over i of dL/dy_ij: sum the added leading axes, and the axes where x had size 1.
+    Never returns `grad` itself (a view if nothing is summed): the caller's buffer is not given away.
     """
+    grad = grad[...]
     while grad.ndim > len(shape):
         grad = grad.sum(axis=0)
     for axis, size in enumerate(shape):
@@ -70,14 +81,25 @@ class Tensor:
 
     __array_ufunc__ = None  # numpy defers to us: `array @ tensor` calls Tensor.__rmatmul__
 
-    def __init__(self, data, _parents=(), _op="", requires_grad=False):
+    def __init__(self, data, requires_grad=False, _parents=(), _op=""):
         self.data = as_float_array(data)
-        self.requires_grad = requires_grad  # accepted; not yet used
-        self.grad = np.zeros_like(self.data)  # dL/d(data), filled by backward()
-        self._parents = _parents
+        self.requires_grad = requires_grad  # does the loss's gradient flow into this node?
+        self.grad = None  # dL/d(data): allocated by the first gradient backward() writes
+        self._parents = _parents  # the inputs of the op that made it, those needing a gradient
         self._op = _op
         self._cost = 0  # flops of the forward op; see flops.py
         self._backward = lambda: None  # a leaf sends its gradient nowhere
+
+    def _accumulate(self, g):
+        """dL/d(data) += g. The first write keeps g if a rule computed it afresh, else copies it (a
+        view may be another node's .grad: no two nodes share a buffer)."""
+        if self.grad is None:
+            own = isinstance(g, np.ndarray) and g.flags.owndata and g.shape == self.shape
+            self.grad = (
+                g if own and g.dtype == self.dtype else np.array(np.broadcast_to(g, self.shape), self.dtype)
+            )
+        else:
+            self.grad += g
 
     # --8<-- [end:tensor]
 
@@ -86,9 +108,16 @@ class Tensor:
         `cost` is its flop count (flops.py); None means elementwise, one per output entry."""
         cost = np.size(data) if cost is None else cost
         flops.count_forward(cost)
-        out = Tensor(data, parents, op)
+        parents = tuple(p for p in parents if p.requires_grad)  # constants get no gradient
+        out = Tensor(data, bool(parents), parents, op)
         out._cost = cost
         return out
+
+    def _record(self, backward):
+        """Keep the op's rule only if a gradient will flow through it; a constant keeps none."""
+        if self.requires_grad:
+            self._backward = backward
+        return self
 
     def lift(self, other):
         """`other` as a Tensor; scalars adopt this tensor's dtype."""
@@ -106,7 +135,7 @@ class Tensor:
     size = property(lambda self: self.data.size)
 
     def __repr__(self):
-        return f"Tensor({self.data!r}, grad={self.grad!r})"
+        return f"Tensor({self.data!r}, requires_grad={self.requires_grad}, grad={self.grad!r})"
 
     # ----- Binary, with broadcasting -----
 
@@ -116,11 +145,12 @@ class Tensor:
         out = self._child(self.data + other.data, (self, other), "+")
 
         def _backward():  # d(a + b)/da = 1, d(a + b)/db = 1
-            self.grad += unbroadcast(out.grad, self.shape)
-            other.grad += unbroadcast(out.grad, other.shape)
+            if self.requires_grad:
+                self._accumulate(unbroadcast(out.grad, self.shape))
+            if other.requires_grad:
+                other._accumulate(unbroadcast(out.grad, other.shape))
 
-        out._backward = _backward
-        return out
+        return out._record(_backward)
 
     # --8<-- [end:add]
 
@@ -130,11 +160,12 @@ class Tensor:
         out = self._child(self.data * other.data, (self, other), "*")
 
         def _backward():  # d(a * b)/da = b, d(a * b)/db = a
-            self.grad += unbroadcast(other.data * out.grad, self.shape)
-            other.grad += unbroadcast(self.data * out.grad, other.shape)
+            if self.requires_grad:
+                self._accumulate(unbroadcast(other.data * out.grad, self.shape))
+            if other.requires_grad:
+                other._accumulate(unbroadcast(self.data * out.grad, other.shape))
 
-        out._backward = _backward
-        return out
+        return out._record(_backward)
 
     # --8<-- [end:mul]
 
@@ -146,11 +177,12 @@ class Tensor:
 
         def _backward():
             a, b = self.data, other.data
-            self.grad += unbroadcast(d_self(a, b) * out.grad, self.shape)
-            other.grad += unbroadcast(d_other(a, b) * out.grad, other.shape)
+            if self.requires_grad:
+                self._accumulate(unbroadcast(d_self(a, b) * out.grad, self.shape))
+            if other.requires_grad:
+                other._accumulate(unbroadcast(d_other(a, b) * out.grad, other.shape))
 
-        out._backward = _backward
-        return out
+        return out._record(_backward)
 
     def __sub__(self, other):
         return self._binary(other, "-", np.subtract, lambda a, b: 1, lambda a, b: -1)
@@ -201,11 +233,12 @@ class Tensor:
             a = self.data.reshape(1, -1) if self.ndim == 1 else self.data
             b = other.data.reshape(-1, 1) if other.ndim == 1 else other.data
             g = out.grad.reshape(a.shape[0], b.shape[1])
-            self.grad += (g @ b.T).reshape(self.shape)
-            other.grad += (a.T @ g).reshape(other.shape)
+            if self.requires_grad:  # skipped for data X in X @ W: one product saved
+                self._accumulate((g @ b.T).reshape(self.shape) if self.ndim == 1 else g @ b.T)
+            if other.requires_grad:
+                other._accumulate((a.T @ g).reshape(other.shape) if other.ndim == 1 else a.T @ g)
 
-        out._backward = _backward
-        return out
+        return out._record(_backward)
 
     def __rmatmul__(self, other):
         return self.lift(other) @ self
@@ -217,10 +250,9 @@ class Tensor:
         out = self._child(value, (self,), op)
 
         def _backward():
-            self.grad += derivative(self.data, out.data) * out.grad
+            self._accumulate(derivative(self.data, out.data) * out.grad)
 
-        out._backward = _backward
-        return out
+        return out._record(_backward)
 
     # --8<-- [start:tanh]
     def tanh(self):
@@ -228,10 +260,9 @@ class Tensor:
         out = self._child(np.tanh(self.data), (self,), "tanh")
 
         def _backward():
-            self.grad += (1 - out.data**2) * out.grad
+            self._accumulate((1 - out.data**2) * out.grad)
 
-        out._backward = _backward
-        return out
+        return out._record(_backward)
 
     # --8<-- [end:tanh]
 
@@ -286,10 +317,9 @@ class Tensor:
 
         def _backward():
             g = out.grad if keepdims or axis is None else np.expand_dims(out.grad, axis)
-            self.grad += np.broadcast_to(g, self.shape)
+            self._accumulate(np.broadcast_to(g, self.shape))
 
-        out._backward = _backward
-        return out
+        return out._record(_backward)
 
     def mean(self, axis=None, keepdims=False):
         """sum / (number of entries averaged)."""
@@ -300,20 +330,18 @@ class Tensor:
         out = self._child(self.data.reshape(*shape), (self,), "reshape", cost=0)
 
         def _backward():
-            self.grad += out.grad.reshape(self.shape)
+            self._accumulate(out.grad.reshape(self.shape))
 
-        out._backward = _backward
-        return out
+        return out._record(_backward)
 
     def transpose(self, axes=None):
         out = self._child(np.transpose(self.data, axes), (self,), "transpose", cost=0)
 
         def _backward():
             inverse = None if axes is None else np.argsort(axes)
-            self.grad += np.transpose(out.grad, inverse)
+            self._accumulate(np.transpose(out.grad, inverse))
 
-        out._backward = _backward
-        return out
+        return out._record(_backward)
 
     T = property(transpose)
 
@@ -324,10 +352,11 @@ class Tensor:
         out = self._child(self.data[index], (self,), "getitem", cost=0)
 
         def _backward():
-            np.add.at(self.grad, index, out.grad)
+            g = np.zeros_like(self.data)
+            np.add.at(g, index, out.grad)
+            self._accumulate(g)
 
-        out._backward = _backward
-        return out
+        return out._record(_backward)
 
     def softmax(self, axis=-1):
         """y = e^(x - max x) / sum e^(x - max x); dL/dx = y * (dL/dy - sum(y * dL/dy))."""
@@ -336,10 +365,9 @@ class Tensor:
 
         def _backward():
             y, g = out.data, out.grad
-            self.grad += y * (g - (y * g).sum(axis, keepdims=True))
+            self._accumulate(y * (g - (y * g).sum(axis, keepdims=True)))
 
-        out._backward = _backward
-        return out
+        return out._record(_backward)
 
     def log_softmax(self, axis=-1):
         """y = x - logsumexp(x); dL/dx = dL/dy - softmax(x) * sum(dL/dy)."""
@@ -349,10 +377,9 @@ class Tensor:
 
         def _backward():
             g = out.grad
-            self.grad += g - np.exp(out.data) * g.sum(axis, keepdims=True)
+            self._accumulate(g - np.exp(out.data) * g.sum(axis, keepdims=True))
 
-        out._backward = _backward
-        return out
+        return out._record(_backward)
 
     # ----- Normalization -----
 
@@ -373,19 +400,21 @@ class Tensor:
             y, g = out.data, out.grad
             mean_g = g.mean(axis, keepdims=True)
             mean_gy = (g * y).mean(axis, keepdims=True)
-            self.grad += (g - mean_g - y * mean_gy) / sigma
+            self._accumulate((g - mean_g - y * mean_gy) / sigma)
 
-        out._backward = _backward
-        return out
+        return out._record(_backward)
 
     # --8<-- [start:backward]
-    def backward(self):
-        """Backpropagation: dL/dnode for every node that this scalar L depends on."""
+    def backward(self, retain_graph=False):
+        """Backpropagation: dL/dnode for every node that this scalar L depends on. Then the graph
+        is freed (closures and parent links dropped) unless retain_graph=True."""
         if self.size != 1:
             raise ValueError(
                 f"backward() needs a scalar output, got shape {self.shape}; "
                 "reduce it first, e.g. with .sum() or .mean()"
             )
+        if not self.requires_grad:
+            raise RuntimeError("backward(): nothing this value depends on has requires_grad=True")
         # Topological order: every node after all of its parents. Iterative, not recursive,
         # so a long RNN unroll cannot hit Python's recursion limit.
         order, visited, stack = [], set(), [(self, False)]
@@ -398,12 +427,26 @@ class Tensor:
                 stack.append((node, True))
                 stack.extend((parent, False) for parent in node._parents)
 
+        for node in order:
+            if node._parents:  # an interior node's .grad is this sweep's alone; leaves accumulate
+                node.grad = None
         self.grad = np.ones_like(self.data)  # dL/dL = 1
-        for node in reversed(order):  # outputs first: a node's grad is complete when it runs
+        del visited  # from here on only `order` holds the nodes, and it lets each go in turn
+        while order:  # outputs first: a node's grad is complete when it runs
+            node = order.pop()
             node._backward()
             flops.count_backward(node._cost * len(node._parents))
+            if node._parents and not retain_graph:  # free it: unless the caller holds the
+                node._parents, node._backward = (), _graph_freed  # node, its arrays go now
 
     # --8<-- [end:backward]
+
+
+def _graph_freed():
+    raise RuntimeError(
+        "backward() through a graph a second time: the first backward() freed it; "
+        "call that one as backward(retain_graph=True) to keep the graph"
+    )
 
 
 def where(condition, a, b):
@@ -415,11 +458,12 @@ def where(condition, a, b):
     out = a._child(value, (a, b), "where")
 
     def _backward():
-        a.grad += unbroadcast(np.where(condition, out.grad, 0), a.shape)
-        b.grad += unbroadcast(np.where(condition, 0, out.grad), b.shape)
+        if a.requires_grad:
+            a._accumulate(unbroadcast(np.where(condition, out.grad, 0), a.shape))
+        if b.requires_grad:
+            b._accumulate(unbroadcast(np.where(condition, 0, out.grad), b.shape))
 
-    out._backward = _backward
-    return out
+    return out._record(_backward)
 
 
 def value_and_grad(f, params):
@@ -428,13 +472,14 @@ def value_and_grad(f, params):
     f takes a list of Tensors (one per array in `params`) and returns a scalar Tensor.
     Returns (f(params) as a float, [dL/dp for p in params]) with the params' dtypes.
     """
-    tensors = [Tensor(p) for p in params]
+    tensors = [Tensor(p, requires_grad=True) for p in params]
     flops.count_call()
     loss = f(tensors)
     if not isinstance(loss, Tensor):
         raise TypeError(f"f returned {type(loss).__name__}, not a Tensor: does it use its input?")
-    loss.backward()
-    return loss.data.item(), [t.grad for t in tensors]
+    if loss.requires_grad:
+        loss.backward()
+    return loss.data.item(), [np.zeros_like(t.data) if t.grad is None else t.grad for t in tensors]
 
 
 def grad(f, params):

@@ -14,8 +14,9 @@ The cost model (the same for `engine.Tensor`, `forward.Dual` and numpy arrays pa
 What each field holds:
 
 * `forward`: evaluating the function itself, in any method (a float, a Tensor or a Dual);
-* `backward`: the reverse sweep. Each node's closure costs its forward cost once per parent it
-  sends a gradient to, so a matmul's backward costs 2 * 2mkn, twice its forward;
+* `backward`: the reverse sweep. Each node's closure costs its forward cost once per input it
+  sends a gradient to, so a matmul's backward costs 2 * 2mkn, twice its forward, when both inputs
+  require a gradient, and 2mkn when one is data (X @ W with data X: no dL/dX, as in PyTorch);
 * `tangent`: the tangent half of forward mode, with the same rule: an op's cost once per operand;
 * `calls`: how many times a gradient driver evaluated the user's function f.
 

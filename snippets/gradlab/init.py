@@ -71,7 +71,7 @@ def propagate(params, X, readout, activation):
     ||dL/dW_1|| / ||dL/dW_last||; ``relgrad``, ||dL/dW_1|| / ||W_1||; ``output_rms``, the RMS of
     y; ``grad_h_ratio``, RMS dL/dh_1 / RMS dL/dh_D.
     """
-    tensors = [engine.Tensor(p) for p in params]
+    tensors = [engine.Tensor(p, requires_grad=True) for p in params]
     output, pre_acts, acts = models.mlp(tensors, X, activation, return_hidden=True)
     (ops.sum(output * readout) / X.shape[0]).backward()
     var_z = np.array([np.mean(z.data**2) for z in pre_acts])
