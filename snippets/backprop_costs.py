@@ -10,14 +10,15 @@ the batch larger, and what checkpointing saves. Quoted by docs/what-backprop-com
 # Costs are counted, not timed: `gradlab.flops` charges $2mkn$ for an $(m, k) \times (k, n)$
 # matrix product and one flop per output entry of an elementwise op, in every method alike, so
 # the numbers are the same on every machine (they depend on shapes only, not on random draws).
-# Each backward rule is charged its op's forward cost once per input it sends a gradient to, so
-# reverse mode's ratio of about 3 follows from the cost model; what the count measures is how many
-# rules run. Wall-clock time, not deterministic, is left to `benchmarks/gradient_cost.py`.
+# Each backward rule is charged its op's forward cost once per input it sends a gradient to, and
+# like PyTorch's and JAX's the engine sends none to the data X (it does not require a gradient),
+# so what the count measures is how many rules run and which products they skip. Wall-clock time,
+# not deterministic, is left to `benchmarks/gradient_cost.py`.
 
 # %%
 import matplotlib.pyplot as plt
 import numpy as np
-from gradlab import engine, flops, forward, models, numerical, ops, snippet
+from gradlab import engine, flops, forward, graph_memory, models, numerical, ops, snippet
 
 parser = snippet.parser(__doc__)
 parser.add_argument("--batch", type=snippet.positive_int, default=16, help="examples in the batch")
@@ -58,8 +59,7 @@ for width in widths:
         relative_cost[name].append(counter.total / one_evaluation.total)
         calls[name].append(counter.calls)
     print(
-        f"n = {n_params[-1]:>5}: cost / one evaluation: reverse {relative_cost['reverse'][-1]:5.2f}, "
-        f"forward {relative_cost['forward'][-1]:8.0f}, central {relative_cost['central'][-1]:8.0f}"
+        f"n = {n_params[-1]:>5}: cost / one evaluation: " + str({m: c[-1] for m, c in relative_cost.items()})
     )
 
 # %%
@@ -73,9 +73,9 @@ reverse_costs, forward_per_pass, central_per_param = (
     np.array(relative_cost[name]) / (1 if name == "reverse" else np.array(n_params)) for name in methods
 )
 results.number("forward_cost_per_param", forward_per_pass[-1], "forward: flops / (n evaluations)")
-flat = reverse_costs.max() < 3.5 and reverse_costs.max() / reverse_costs.min() < 1.1
-results.claim("reverse_flat", flat, "Reverse mode costs under 3.5 evaluations of the loss at every n tried, "
-              "within 10% from the smallest n to the largest: flat in n.", {"r": reverse_costs})  # fmt: skip
+flat = 2.5 < reverse_costs.min() and reverse_costs.max() < 3.05
+results.claim("reverse_flat", flat, "Reverse mode costs between 2.5 and 3.05 evaluations of the loss at "
+              "every n tried: it does not grow with n.", {"r": reverse_costs})  # fmt: skip
 linear = bool(np.all(np.abs(central_per_param - 2) < 0.01) and np.all(np.abs(forward_per_pass - 3) < 0.1))
 results.claim("others_linear", linear, "Central differences cost 2n evaluations and forward mode about 3n: "
               "linear in n.", {"f": forward_per_pass})  # fmt: skip
@@ -86,66 +86,76 @@ results.number("batch", args.batch, "examples in the batch")
 
 # %%
 fig, ax = plt.subplots()
-labels = [
-    "reverse mode (backprop)",
-    "forward mode (one pass per parameter)",
-    "central differences (2n evaluations)",
-]
+labels = ["reverse mode (backprop)", "forward mode (one pass per parameter)",
+          "central differences (2n evaluations)"]  # fmt: skip
 for name, label in zip(methods, labels, strict=True):
     ax.loglog(n_params, relative_cost[name], marker="o", label=label)
-ax.set(
-    title="One gradient's cost: reverse mode stays flat, the others grow with n",
-    xlabel="number of parameters n (log scale)",
-    ylabel="flops / flops of one evaluation (log scale)",
-)
+ax.set(title="One gradient's cost: reverse mode stays flat, the others grow with n",
+       xlabel="number of parameters n (log scale)",
+       ylabel="flops / flops of one evaluation (log scale)")  # fmt: skip
 ax.legend()
-results.figure(
-    fig,
-    "cost_vs_n",
-    alt=f"On log-log axes, reverse mode's cost stays between {min(relative_cost['reverse']):.2f} and "
-    f"{max(relative_cost['reverse']):.2f} evaluations of the loss for every n, while forward mode and "
-    "central differences grow in proportion to n.",
+alt = (f"On log-log axes, reverse mode's cost stays between {min(relative_cost['reverse']):.2f} and "
+       f"{max(relative_cost['reverse']):.2f} evaluations of the loss for every n, while forward mode and "
+       "central differences grow in proportion to n.")  # fmt: skip
+results.figure(fig, "cost_vs_n", alt=alt)
+
+# %% [markdown]
+# ## Backward against forward, with and without the input's gradient
+#
+# The ratio above is forward plus backward. The backward pass alone costs two matrix products per
+# forward product whose input needs a gradient (dL/dW and dL/dh) and one where it does not: the
+# first layer's input X is data, and like PyTorch's autograd (`requires_grad=False`) and `jax.grad`
+# (which differentiates only its argument) the engine skips dL/dX. Count both on an MNIST-shaped
+# MLP, 784-128-128-10 with a batch of 256, where the first layer holds most of the products.
+
+# %%
+mnist_batch, mnist_params = 256, models.init_mlp([784, 128, 128, 10], "glorot", rng)
+X_mnist, y_mnist = rng.normal(size=(mnist_batch, 784)), rng.normal(size=(mnist_batch, 10))
+mnist_loss = lambda params, X_input: ops.mean((models.mlp(params, X_input) - y_mnist) ** 2)  # noqa: E731
+with flops.counting() as mnist_forward:
+    mnist_loss(mnist_params, X_mnist)
+with flops.counting() as without_input:
+    engine.grad(lambda p: mnist_loss(p, X_mnist), mnist_params)
+with flops.counting() as with_input:
+    engine.grad(lambda p: mnist_loss(p[1:], p[0]), [X_mnist, *mnist_params])
+backward_ratio = {"skip": without_input.total / mnist_forward.total - 1,
+                  "input": with_input.total / mnist_forward.total - 1}  # fmt: skip
+first_share = 2 * mnist_batch * 784 * 128 / mnist_forward.total
+print(f"784-128-128-10: backward / forward {backward_ratio}; first layer's share {first_share:.3f}")
+results.number("mnist_batch", mnist_batch, "examples in the MNIST-shaped batch")
+results.number("backward_skip", backward_ratio["skip"], "784-128-128-10: backward / forward flops, no dL/dX")
+results.number("backward_input", backward_ratio["input"], "784-128-128-10: backward / forward, with dL/dX")
+results.number("first_layer_share", first_share, "784-128-128-10: first matmul's share of the forward flops")
+results.claim(
+    "backward_two_products",
+    abs(backward_ratio["input"] - 2) < 0.02 and abs(backward_ratio["skip"] - (2 - first_share)) < 0.02,
+    "The backward pass costs two forward passes when the input needs a gradient, and one first-layer "
+    "product less when it does not.",
+    backward_ratio | {"first layer share": first_share},
 )
 
 # %% [markdown]
 # ## What reverse mode stores
 #
-# The backward pass needs the forward pass's intermediates: the matmul's rule uses its inputs,
-# tanh's rule its output. So every node of the graph keeps its array until `backward()` has run.
-# Walk the graph from the loss and add up the sizes of the arrays the nodes hold (leaves, the
-# parameters and the data, excluded).
+# The rules need the forward pass's intermediates (the matmul's its inputs, tanh's its output), so
+# every node keeps its array until `backward()` has run. Add up the sizes the non-leaf nodes hold.
 
 
 # %%
-def stored_values(loss_tensor):
-    """Entries held by the non-leaf nodes of the graph below `loss_tensor` (the intermediates)."""
-    seen, stack, total = set(), [loss_tensor], 0
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        total += node.data.size if node._parents else 0
-        stack.extend(node._parents)
-    return total
-
-
 def mlp_storage(depth, width, batch):
     """Stored intermediates of one forward pass of a tanh MLP with `depth` hidden layers."""
-    params = models.init_mlp([n_inputs] + [width] * depth + [1], "glorot", rng)
-    X_batch = rng.normal(size=(batch, n_inputs))
-    tensors = [engine.Tensor(p) for p in params]
-    loss_tensor = ops.mean(models.mlp(tensors, X_batch, args.activation) ** 2)
-    return stored_values(loss_tensor), sum(p.size for p in params)
+    tensors = [
+        engine.Tensor(p, requires_grad=True) for p in models.init_mlp([3, *[width] * depth, 1], "glorot", rng)
+    ]
+    loss_tensor = ops.mean(models.mlp(tensors, rng.normal(size=(batch, 3)), args.activation) ** 2)
+    return graph_memory.stored_values(loss_tensor), sum(t.size for t in tensors)
 
 
 depth, width, batch = args.store_depth, args.store_width, args.store_batch
 shapes = {"base": (depth, width, batch), "depth": (2 * depth, width, batch)}
 shapes |= {"batch": (depth, width, 2 * batch), "width": (depth, 2 * width, batch)}
 storage = {key: mlp_storage(*shape) for key, shape in shapes.items()}
-for key, (values, n) in storage.items():
-    shape = "depth {}, width {:>3}, batch {:>3}".format(*shapes[key])
-    print(f"{shape}: stores {values:>7} values ({8 * values:>8} bytes), n = {n}")
+print("(stored values, parameters) by doubled dimension:", storage)
 
 # %%
 base_values, base_n = storage["base"]
@@ -163,62 +173,62 @@ doubles = all(abs(ratio - 2) < 0.05 for ratio in ratios.values())
 results.claim("store_proportional", doubles, "Doubling depth, batch or width doubles storage.", ratios)
 
 # %% [markdown]
-# ## A remedy for memory: checkpointing
+# ### What the freed graph gives back
 #
-# Keep only every segment's input during a graph-free forward pass; in the backward pass,
-# rebuild one segment's graph at a time from its checkpoint and backpropagate through it, seeded
-# with the gradient that the segment above sent down. With $\sqrt{L}$ segments of $\sqrt{L}$
-# layers, at most the checkpoints and one segment's graph are held at once, for the price of
-# one more forward pass.
+# `backward()` drops each node's closure and parent links once its rule has run (as PyTorch does
+# unless `retain_graph=True`), so each node's value and gradient go during the sweep. Measure the
+# bytes (`tracemalloc`): at the peak of `backward()`, and after it while the caller holds the loss.
 
 
 # %%
-def layer(h, W, b, last):
-    z = ops.linear(h, W, b)
-    return z if last else getattr(ops, args.activation)(z)
+mem_sizes, X_mem = [3, *[width] * depth, 1], rng.normal(size=(batch, n_inputs))
+mem_params = [engine.Tensor(p, requires_grad=True) for p in models.init_mlp(mem_sizes, "glorot", rng)]
 
 
-def checkpointed_grad(params, X_batch, segment):
-    """The same gradient, and the most values held at once: checkpoints plus one segment's graph."""
-    n_layers = len(params) // 2
-    starts = list(range(0, n_layers, segment))
-    checkpoints, h = [], X_batch
-    for start in starts:  # forward pass on plain arrays: no graph
-        checkpoints.append(h)
-        for k in range(start, min(start + segment, n_layers)):
-            h = layer(h, params[2 * k], params[2 * k + 1], k == n_layers - 1)
-    held = sum(c.size for c in checkpoints[1:])  # the input X is data, not a stored intermediate
-    grads, upstream, peak = [None] * len(params), None, 0
-    for start in reversed(starts):
-        stop = min(start + segment, n_layers)
-        h_in = engine.Tensor(checkpoints[starts.index(start)])
-        tensors = [engine.Tensor(p) for p in params[2 * start : 2 * stop]]
-        h = h_in
-        for k in range(start, stop):
-            h = layer(h, tensors[2 * (k - start)], tensors[2 * (k - start) + 1], k == n_layers - 1)
-        out = ops.mean(h**2) if upstream is None else ops.sum(h * upstream)  # seeds dL/dh
-        peak = max(peak, held + stored_values(out))
-        out.backward()
-        upstream, grads[2 * start : 2 * stop] = h_in.grad, [t.grad for t in tensors]
-    return grads, peak
+def make_loss():
+    for t in mem_params:
+        t.grad = None  # each run allocates the parameters' gradients afresh
+    return ops.mean(models.mlp(mem_params, X_mem, args.activation) ** 2)
 
 
+memory = {key: graph_memory.backward_memory(make_loss, key == "retained") for key in ("retained", "freed")}
+param_bytes = 8 * base_n  # the parameters' gradients, kept in both cases
+for key, m in memory.items():
+    print(f"{key}: graph {m['graph']:,} B, peak in backward {m['peak']:,} B, held after {m['after']:,} B")
+    for field, value in m.items():
+        results.number(f"mem_{key}_{field}", value, f"{key} graph: bytes, {field}", rtol=0.1)
+results.number("mem_param_bytes", param_bytes, "bytes of the parameters' gradients")
+freed, retained = memory["freed"], memory["retained"]
+results.claim(
+    "freed_graph_returns_memory",
+    freed["after"] < param_bytes + 0.05 * retained["after"] and freed["peak"] < 0.8 * retained["peak"],
+    "With the graph freed, backward() ends holding the parameters' gradients and little else, and its "
+    "peak is lower than with retain_graph=True.",
+    {"freed": freed, "retained": retained, "param bytes": param_bytes},
+)
+
+# %% [markdown]
+# ## A remedy for memory: checkpointing
+#
+# Keep only every segment's input in a graph-free forward pass; rebuild one segment's graph at a
+# time in the backward pass (`gradlab.graph_memory.checkpointed_grad`). With $\sqrt{L}$ segments
+# of $\sqrt{L}$ layers, at most the checkpoints and one segment's graph are held at once.
+
+
+# %%
 deep = 16  # deep enough that sqrt(L) segments pay off
 params = models.init_mlp([n_inputs] + [width] * deep + [1], "glorot", rng)
 X_batch = rng.normal(size=(batch, n_inputs))
 
 
-def deep_loss(params):
-    return ops.mean(models.mlp(params, X_batch, args.activation) ** 2)
-
-
+deep_loss = lambda params: ops.mean(models.mlp(params, X_batch, args.activation) ** 2)  # noqa: E731
 with flops.counting() as one_evaluation:
     deep_loss(params)
 with flops.counting() as plain_flops:
     plain = engine.grad(deep_loss, params)
 with flops.counting() as checkpointed_flops:
-    checkpointed, peak = checkpointed_grad(params, X_batch, int(np.sqrt(deep)))
-plain_values = stored_values(deep_loss([engine.Tensor(p) for p in params]))
+    checkpointed, peak = graph_memory.checkpointed_grad(params, X_batch, int(np.sqrt(deep)), args.activation)
+plain_values = graph_memory.stored_values(deep_loss([engine.Tensor(p, requires_grad=True) for p in params]))
 difference = max(float(np.abs(a - b).max()) for a, b in zip(plain, checkpointed, strict=True))
 print(f"depth {deep}: plain stores {plain_values}, checkpointed at most {peak}; max |diff| {difference:.1e}")
 results.number("ckpt_depth", deep, "hidden layers of the checkpointing example")

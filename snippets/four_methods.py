@@ -37,7 +37,7 @@ args, results = snippet.parse(parser)
 # 7 at $x = 3$.
 
 # %%
-x = engine.Tensor(3.0)
+x = engine.Tensor(3.0, requires_grad=True)
 (x * x + x).backward()
 results.number("fork_grad", x.grad.item(), "d(x*x + x)/dx at x = 3, summed over the three uses of x")
 results.claim("fork_sums", x.grad.item() == 2 * 3.0 + 1, "The three uses' gradients add up to 2x + 1.")
@@ -54,7 +54,7 @@ upstream, a_value, b_value = 5.0, 2.0, -3.0
 gates = {"add": lambda a, b: a + b, "mul": lambda a, b: a * b, "max": ops.maximum}
 sent = {}
 for gate, function in gates.items():
-    a, b = engine.Tensor(a_value), engine.Tensor(b_value)
+    a, b = engine.Tensor(a_value, requires_grad=True), engine.Tensor(b_value, requires_grad=True)
     (upstream * function(a, b)).backward()
     sent[gate] = (a.grad.item(), b.grad.item())
     print(f"{gate:<4} gate, upstream {upstream:g}: sends {sent[gate][0]:g} to a, {sent[gate][1]:g} to b")
@@ -157,6 +157,11 @@ results.claim(
 eps23 = np.finfo(float).eps ** (2 / 3)
 central_factor = max(worst_scaled[(k, "central", "scaled")] for k in ("mlp", "rnn")) / eps23
 results.number("eps_two_thirds", eps23, "float64 machine epsilon to the power 2/3")
+for name, dtype in (("f64", np.float64), ("f32", np.float32)):  # the step and error floor per dtype
+    results.number(
+        f"step_{name}", float(np.finfo(dtype).eps) ** (1 / 3), f"{name}: best central step eps^(1/3)"
+    )
+    results.number(f"eps23_{name}", float(np.finfo(dtype).eps) ** (2 / 3), f"{name}: eps^(2/3)")
 results.number(
     "central_over_eps23", central_factor, "largest central scaled error / eps^(2/3)", rtol=0, atol=50
 )
