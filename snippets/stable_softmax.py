@@ -74,16 +74,13 @@ for program_name, (naive, stable) in PROGRAMS.items():
             limit = largest_finite_scale(program, direction, dtype, scales)
             if kind == "naive":
                 naive_limits[name].append(limit)
-            results.number(
-                f"limit_{kind}_{program_name}_{name}", limit, f"{name} {kind} {program_name}: last finite c"
-            )
+            about = f"{name} {kind} {program_name}: last finite c"
+            results.number(f"limit_{kind}_{program_name}_{name}", limit, about)
 results.number("sweep_max_scale", scales[-1], "largest logit scale c in the sweep")
 for name in PRECISIONS:  # the naive cross-entropy loses digits while its probability is subnormal
     error = errors["cross_entropy", name]
     worst, atol = error[np.isfinite(error)].max(), 1e-4 if name == "float32" else 1e-8
-    results.number(
-        f"naive_ce_worst_finite_error_{name}", worst, f"{name}: worst finite naive CE error", atol=atol
-    )
+    results.number(f"naive_ce_worst_finite_error_{name}", worst, f"{name}: worst CE error", atol=atol)
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(9.6, 3.8), sharey=True)
