@@ -1,6 +1,7 @@
 """Every snippet: it meets the contract, and its numbers match the recorded ones."""
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -68,14 +69,24 @@ def test_claims_hold_on_other_seeds(name, seed, snippet_results, other_seed_resu
     )
 
 
+@pytest.fixture(scope="module")
+def bad_argument_runs():
+    """Every snippet started as a reader would, ``python snippets/NAME.py --no-such-option``, two
+    (one per core) at a time: ``name -> CompletedProcess``, started on the first test's request."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def start(name):
+        command = [sys.executable, str(runner.snippet_path(name)), "--no-such-option"]
+        return subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+
+    pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 1)
+    yield {name: pool.submit(start, name) for name in NAMES}
+    pool.shutdown(cancel_futures=True)
+
+
 @pytest.mark.parametrize("name", NAMES)
-def test_bad_argument_is_a_one_line_error(name):
-    run = subprocess.run(
-        [sys.executable, str(runner.snippet_path(name)), "--no-such-option"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
+def test_bad_argument_is_a_one_line_error(name, bad_argument_runs):
+    run = bad_argument_runs[name].result()
     assert run.returncode == 2
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1 and "error: unrecognized arguments: --no-such-option" in lines[0], run.stderr
