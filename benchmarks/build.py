@@ -129,7 +129,7 @@ def main(quick: bool) -> None:
         print()
         cache = clone / ".cache" / "snippets"
         times = []
-        for home in sorted(p for p in cache.iterdir() if "@" not in p.name):
+        for home in sorted(p for p in cache.iterdir() if "@" not in p.name and not p.name.startswith(".")):
             run = [float(f.read_text()) for f in home.glob("*/run-seconds")]
             times.append((max(run, default=0.0), home.name))
         for took, name in sorted(times, reverse=True):

@@ -11,6 +11,8 @@ only ever read from the folder of its current key: a stale result cannot be publ
 writes into a temporary folder that is renamed into place only when the run succeeded.
 """
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -252,14 +254,29 @@ def run_one(path: Path, cache: Path = CACHE, args: tuple[str, ...] = ()) -> Resu
         return Result(path.stem, final, 0.0, cached=True)
     if args:
         return run_scripts(path, [tuple(args)], cache)[0]
-    temporary = _temporary(home, key)
-    start = time.perf_counter()
-    try:
-        _execute(path, temporary, tuple(args))
-    except BaseException:
-        shutil.rmtree(temporary, ignore_errors=True)
-        raise
-    return _publish(path, home, key, temporary, time.perf_counter() - start)
+    with _exclusive(cache, path, key, "notebook"):
+        if _is_complete(final, path, args):  # another process ran it while we waited
+            return Result(path.stem, final, 0.0, cached=True)
+        temporary = _temporary(home, key)
+        start = time.perf_counter()
+        try:
+            _execute(path, temporary, tuple(args))
+        except BaseException:
+            shutil.rmtree(temporary, ignore_errors=True)
+            raise
+        return _publish(path, home, key, temporary, time.perf_counter() - start)
+
+
+@contextlib.contextmanager
+def _exclusive(cache: Path, path: Path, key: str, kind: str):
+    """Hold the lock of one snippet's runs of one key: a process (a build, a test session, a
+    pytest-xdist worker, ``make check``) that needs the same runs waits for them and reads the
+    result, instead of running them a second time beside the first."""
+    folder = Path(cache) / ".locks"
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / f"{path.stem}-{key}-{kind}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def _is_complete(final: Path, path: Path, args) -> bool:
@@ -310,6 +327,11 @@ def run_scripts(path: Path, runs: list[tuple[str, ...]], cache: Path = CACHE) ->
     run (no arguments) is published as one. Returns a Result or a SnippetError per run."""
     path = Path(path).resolve()
     key = cache_key(path)
+    with _exclusive(cache, path, key, "scripts"):
+        return _run_scripts(path, key, runs, cache)
+
+
+def _run_scripts(path: Path, key: str, runs: list[tuple[str, ...]], cache: Path) -> list:
     outcomes: dict[tuple, object] = {}
     todo = []
     for args in runs:
