@@ -61,8 +61,10 @@ def once_per_session(tmp_path_factory, name: str, compute):
 
 
 @pytest.fixture(scope="session")
-def all_runs(tmp_path_factory):
-    return once_per_session(tmp_path_factory, "runs", _all_runs)
+def all_runs(tmp_path_factory, request):
+    capture = request.config.pluginmanager.getplugin("capturemanager")
+    with capture.global_and_fixture_disabled():  # the runner's progress lines show live
+        return once_per_session(tmp_path_factory, "runs", _all_runs)
 
 
 def _all_runs():
