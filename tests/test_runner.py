@@ -149,3 +149,48 @@ def test_one_broken_snippet_fails_only_the_tests_that_ask_for_it(tmp_path):
     failed = r"(?s)snippets/broken.py failed to run:.*boom on purpose"
     with pytest.raises(pytest.fail.Exception, match=failed):
         results["broken"]
+
+
+PID = '''"""A snippet that records its process."""
+
+# %% [markdown]
+# Records the process id and the seed.
+
+# %%
+import os
+
+from gradlab import snippet
+
+args, results = snippet.parse(snippet.parser())
+results.number("pid", os.getpid(), "the process")
+results.number("seed", args.seed, "the seed")
+results.save()
+'''
+
+
+def test_runs_with_arguments_share_one_process_and_are_cached_apart(tmp_path):
+    """Other seeds run as scripts, all of a snippet's in one process (imports paid once), each
+    with its own arguments and its own cached result; a broken one names file and line."""
+    path = tmp_path / "pid.py"
+    path.write_text(PID)
+    one, two = runner.run_scripts(path, [("--seed", "1"), ("--seed", "2")], cache=tmp_path / "cache")
+    assert one.numbers["seed"] == 1 and two.numbers["seed"] == 2
+    assert one.numbers["pid"] == two.numbers["pid"], "both seeds ran in one process"
+    assert one.folder != two.folder and not one.cached
+    assert all(
+        r.cached for r in runner.run_scripts(path, [("--seed", "1"), ("--seed", "2")], tmp_path / "cache")
+    )
+
+    path.write_text(BOOM)
+    (failed,) = runner.run_scripts(path, [("--seed", "1")], cache=tmp_path / "cache")
+    line = BOOM.splitlines().index('raise RuntimeError("boom on purpose")') + 1
+    assert isinstance(failed, runner.SnippetError)
+    assert str(failed).startswith(f"{path}:{line}: RuntimeError: boom on purpose")
+
+
+def test_a_script_run_past_its_limit_names_the_line(tmp_path):
+    path = tmp_path / "slow.py"
+    path.write_text(SLOW)
+    (failed,) = runner.run_scripts(path, [("--seed", "1")], cache=tmp_path / "cache")
+    lines = [SLOW.splitlines().index(text) + 1 for text in ("while True:", "    time.sleep(0.1)")]
+    assert any(str(failed) == f"{path}:{n}: ran past 3 s (here)" for n in lines), str(failed)
