@@ -1,0 +1,89 @@
+"""What backprop costs, in PyTorch: backward against forward, with and without the input's gradient.
+
+The MNIST-shaped MLP of the chapter (784-128-128-10, tanh, squared error, a batch of 256), built
+from gradlab's arrays, differentiated by `loss.backward()`. `torch.utils.flop_counter` counts the
+matrix products' flops of the forward and the backward pass: with `requires_grad=False` on the
+input X (PyTorch's default for data) the backward pass skips dL/dX, one product of the first layer.
+Quoted by docs/what-backprop-computes.md.
+"""
+
+# %%
+import sys
+from pathlib import Path
+
+if "__file__" in globals():  # run as a script: gradlab lives one folder up
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np
+import torch
+from gradlab import check, engine, models, ops, snippet
+from torch.utils.flop_counter import FlopCounterMode
+
+parser = snippet.parser(__doc__)
+args, results = snippet.parse(parser)
+torch.set_num_threads(1)
+for part, value in zip(("major", "minor"), torch.__version__.split("."), strict=False):
+    results.number(f"torch_{part}", int(value), f"PyTorch version, {part}")
+
+# %% [markdown]
+# ## Forward and backward flops, the input needing a gradient or not
+
+
+# %%
+# --8<-- [start:core]
+def flops(params, X, y, input_needs_grad):
+    """Matrix-product flops of the forward pass and of loss.backward()."""
+    X = X.detach().requires_grad_(input_needs_grad)  # data: False, as PyTorch's default
+    with FlopCounterMode(display=False) as forward:
+        h = X
+        for W, b in zip(params[0:-2:2], params[1:-2:2], strict=True):
+            h = torch.tanh(h @ W + b)
+        loss = ((h @ params[-2] + params[-1] - y) ** 2).mean()
+    with FlopCounterMode(display=False) as backward:
+        loss.backward()
+    return forward.get_total_flops(), backward.get_total_flops(), [p.grad for p in params]
+
+
+# --8<-- [end:core]
+
+# %%
+errors, ratios = [], {"skip": [], "input": []}
+for seed in snippet.seeds(args.seed):
+    rng = np.random.default_rng(seed)
+    arrays = models.init_mlp([784, 128, 128, 10], "glorot", rng)
+    X, y = rng.normal(size=(256, 784)), rng.normal(size=(256, 10))
+    for key in ratios:
+        params = [torch.tensor(a, requires_grad=True) for a in arrays]
+        fwd, bwd, grads = flops(params, torch.tensor(X), torch.tensor(y), key == "input")
+        ratios[key].append(bwd / fwd)
+    reference = engine.grad(lambda p, X=X, y=y: ops.mean((models.mlp(p, X) - y) ** 2), arrays)
+    errors.append(check.normwise_rel_error([g.numpy() for g in grads], reference))
+print(f"backward / forward matmul flops: {ratios}; gradient vs gradlab: {max(errors):.1e}")
+
+# %%
+reason = (
+    "FlopCounterMode counts matrix products only; gradlab's flop model also charges the elementwise "
+    "ops, 0.1% of the flops of this network, and the products' counts are the same 2mkn"
+)
+for key, numpy_key in (("skip", "backward_skip"), ("input", "backward_input")):
+    results.twin(f"backward_{key}", ratios[key][0], f"torch: backward / forward flops ({key})",
+                 of=f"backprop_costs.{numpy_key}", rtol=3e-3, atol=0, reason=reason)  # fmt: skip
+results.number(
+    "grad_error", max(errors), "torch vs gradlab gradient, normwise relative, worst seed", atol=1e-12
+)
+results.claim(
+    "torch_matches_gradlab",
+    max(errors) < 1e-12 and all(len(set(v)) == 1 for v in ratios.values()),
+    "On every seed PyTorch's loss.backward() and gradlab's reverse mode give the same gradient to 1e-12.",
+    {"errors": errors},
+)
+results.claim(
+    "requires_grad_saves_a_product",
+    abs(ratios["input"][0] - 2) < 1e-12 and ratios["skip"][0] < 2 - 0.8,
+    "PyTorch's backward pass costs exactly two forward passes' matrix flops when X requires a gradient, "
+    "and skips the first layer's dL/dX product when it does not.",
+    {key: value[0] for key, value in ratios.items()},
+)
+
+# %%
+results.save()
