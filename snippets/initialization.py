@@ -1,8 +1,8 @@
 """Initialization: where the optimizer starts, and how far the signal travels from there.
 
-A deep MLP at its starting point under five initializations and two activations, on five seeds:
-per-layer variances against the mean-field formula, the Jacobian's singular values, an equal start
-against a random one, the first-layer gradient by four methods. Quoted by docs/initialization.md.
+A deep MLP at its start under five initializations, two activations and five seeds: variances per layer
+against the mean-field formula, Jacobian spectra, an equal start, four gradient methods. Quoted by
+docs/initialization.md.
 """
 
 # %% [markdown]
@@ -12,11 +12,9 @@ against a random one, the first-layer gradient by four methods. Quoted by docs/i
 # change in the gradient's size comes from the layers in between. Five seeds: new X, r, weights.
 
 # %%
-import matplotlib.pyplot as plt
 import numpy as np
-from gradlab import check, engine, models, ops, snippet
+from gradlab import check, engine, init_figures, models, ops, snippet
 from gradlab import init as inits
-from gradlab.plot import PALETTE
 
 parser = snippet.parser(__doc__)
 parser.add_argument("--depth", type=snippet.positive_int, default=20, help="hidden layers")
@@ -57,7 +55,7 @@ def measure(activation, init, seed):
     if init == "orthogonal":
         params = inits.orthogonal_mlp(sizes, weight_rng, gain=np.sqrt(2) if activation == "relu" else 1.0)
     else:
-        params = models.init_mlp(sizes, INITS[init], weight_rng)
+        params = models.init_mlp(sizes, INITS.get(init, init), weight_rng)  # init: a name or a std
     run = inits.propagate(params, X, readout, activation)
     run["grad_rms_first"] = run["relgrad"] * np.linalg.norm(params[0]) / np.sqrt(params[0].size)
     run["saturated"] = np.mean([np.mean(slope < SATURATED_SLOPE) for slope in run["slopes"]])
@@ -80,40 +78,30 @@ for act, init in runs:
         results.spread(f"{key}_{act}_{init}", seeds_of(act, init, key), f"{act}, {init}: {key}", rtol=1e-4)
 
 # %%
-colors, first = dict(zip(INITS, PALETTE, strict=False)), {pair: trials[0] for pair, trials in runs.items()}
-fig, axes = plt.subplots(2, 2, figsize=(8.4, 6.6), sharex=True)
-ROWS = [("var_z", "Var[$z_l$]"), ("var_grad_h", r"Var[$\partial L/\partial h_l$]")]
-for row, (key, name) in enumerate(ROWS):
-    for ax, act in zip(axes[row], ACTIVATIONS, strict=True):
-        for init in INITS:
-            style = {"c": colors[init], "ls": "--" if init == "orthogonal" else "-", "label": LABELS[init]}
-            ax.semilogy(range(1, depth + 1), first[act, init][key], **style)
-        ax.set(title=f"{act}: {name}", xlabel="hidden layer l" * row, ylabel=f"{name} (log scale)")
-axes[0, 0].legend(fontsize=8)
-fig.suptitle(f"Variance per layer at initialization, forward and backward (seed {SEEDS[0]})")
-ends = {(k, a): ", ".join(f"{LABELS[i]} {first[a, i][k][-1] / first[a, i][k][0]:.1e}" for i in INITS)
-        for k, _ in ROWS for a in ACTIVATIONS}  # fmt: skip
-alt = f"Var[z_l] (top) and Var[dL/dh_l] (bottom) over {depth} layers, seed {SEEDS[0]}. Last layer "
-alt += f"over first, forward: ReLU {ends['var_z', 'relu']}; tanh {ends['var_z', 'tanh']}. Backward: ReLU "
-alt += f"{ends['var_grad_h', 'relu']}; tanh {ends['var_grad_h', 'tanh']}. Orthogonal (dashed) lies "
-alt += "close to Glorot's line for tanh and to He's for ReLU."
+first = {pair: trials[0] for pair, trials in runs.items()}
+fig, alt = init_figures.variance_figure(first, LABELS, ACTIVATIONS, SEEDS[0])
 results.figure(fig, "variance_per_layer", alt=alt)
 
-fig, axes = plt.subplots(1, 2, figsize=(8.4, 4.0), sharey=True)
-for ax, act in zip(axes, ACTIVATIONS, strict=True):
-    for init in [i for a, i in SPECTRUM if a == act]:
-        singular = np.maximum(first[act, init]["singular"], 1e-300)
-        ax.semilogy(range(1, width + 1), singular, c=colors[init], label=LABELS[init])
-    ax.set(title=act, xlabel="index (largest first)", ylim=(1e-20, 1e3))
-    ax.legend(loc="lower left")
-axes[0].set_ylabel(r"singular value of $\partial h_D/\partial h_0$")
-fig.suptitle(f"Input-output Jacobian at one input (seed {SEEDS[0]})")
-tanh_g, tanh_o, relu_h, relu_o = [first[pair] for pair in SPECTRUM]
-alt = f"Singular values of the {depth}-layer input-output Jacobian. Tanh: Glorot's fall over many orders "
-alt += f"of magnitude (largest over median {tanh_g['sv_spread']:.1e}), orthogonal's stay nearly level but "
-alt += f"for the last few (largest over median {tanh_o['sv_spread']:.2g}). ReLU: {relu_h['sv_zero']:.0%} "
-alt += f"(He) and {relu_o['sv_zero']:.0%} (orthogonal) of them are numerically zero."
+fig, alt = init_figures.spectrum_figure(first, LABELS, ACTIVATIONS, SPECTRUM, SEEDS[0])
 results.figure(fig, "jacobian_spectrum", alt=alt)
+
+# %% [markdown]
+# The ReLU network of the first seed at other weight scales (each frame is `--naive-std`'s N(0, σ²) row),
+# and the last layer's Var[z] at the two fixed scales against float32's range.
+
+# %%
+stds = sorted({0.01, 0.02, 0.04, 0.06, 0.07, 0.08, 0.09, 0.1, 0.12, 0.15, 0.2, args.naive_std})
+sweep = [measure("relu", std, SEEDS[0]) for std in stds]
+command = f"python snippets/initialization.py --naive-std {{value}} --seed {args.seed}"
+results.frames(
+    "scale_sweep", default=args.naive_std, **init_figures.signal_frames(stds, sweep, width, command)
+)
+last = {i: seeds_of("relu", i, "var_z")[:, -1] for i in ("small", "large")}
+for key, value in dict(float32_max=np.finfo(np.float32).max, float64_max=np.finfo(float).max,
+                       float32_tiny=np.finfo(np.float32).tiny).items():  # fmt: skip
+    results.number(key, float(value), "float32's largest number, float64's, float32's smallest normal")
+for i, values in last.items():
+    results.spread(f"var_z_last_relu_{i}", values, f"ReLU, {i} scale: Var[z_D]", rtol=1e-4)
 
 # %% [markdown]
 # ## The formula against the measurements
@@ -171,6 +159,8 @@ orthogonal_same_variance: orthogonal's factors are within 10% of Glorot's (tanh)
 orthogonal_tanh_isometric: tanh: orthogonal's largest/median singular value is over 100 times below Glorot's
 below_adam_eps: on every seed both lie more than a million times below Adam's default epsilon, 1e-8
 relu_half_zero: ReLU: at least half the singular values are numerically zero, under He and orthogonal alike
+float32_out_of_range: on every seed, large scale above float32's max; small scale under 1000 × its tiny
+sweep_crosses_he: both factors are < 1 at σ = 0.08 and > 1 at σ = 0.1 (He's σ = √(2/n) lies between)
 """
 checks = {  # name: (holds on every seed, the numbers behind it)
     "formula_holds": (worst < 0.05, {str(k): v for k, v in off.items()}),
@@ -186,7 +176,11 @@ checks = {  # name: (holds on every seed, the numbers behind it)
     "orthogonal_tanh_isometric": (isometric, sv),
     "below_adam_eps": (small_rms.max() < 1e-14, {"RMS of dL/dW_1 entries": small_rms}),
     "relu_half_zero": (min(sv["sv_zero_relu_he"].min(), sv["sv_zero_relu_orthogonal"].min()) >= 0.5, sv),
-}
+    "float32_out_of_range": (last["large"].min() > np.finfo(np.float32).max
+                             and last["small"].max() < 1000 * np.finfo(np.float32).tiny, last),
+    "sweep_crosses_he": (max(sweep[stds.index(0.08)][d] for d in ("forward", "backward")) < 1
+                         < min(sweep[stds.index(0.1)][d] for d in ("forward", "backward")), {"stds": stds}),
+}  # fmt: skip
 for name, text in (line.split(": ", 1) for line in CLAIMS.strip().splitlines()):
     results.claim(name, bool(checks[name][0]), text, checks[name][1])
 
