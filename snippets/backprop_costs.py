@@ -121,7 +121,6 @@ with flops.counting() as with_input:
 backward_ratio = {"skip": without_input.total / mnist_forward.total - 1,
                   "input": with_input.total / mnist_forward.total - 1}  # fmt: skip
 first_share = 2 * mnist_batch * 784 * 128 / mnist_forward.total
-print(f"784-128-128-10: backward / forward {backward_ratio}; first layer's share {first_share:.3f}")
 results.number("mnist_batch", mnist_batch, "examples in the MNIST-shaped batch")
 results.number("backward_skip", backward_ratio["skip"], "784-128-128-10: backward / forward flops, no dL/dX")
 results.number("backward_input", backward_ratio["input"], "784-128-128-10: backward / forward, with dL/dX")
@@ -155,7 +154,6 @@ depth, width, batch = args.store_depth, args.store_width, args.store_batch
 shapes = {"base": (depth, width, batch), "depth": (2 * depth, width, batch)}
 shapes |= {"batch": (depth, width, 2 * batch), "width": (depth, 2 * width, batch)}
 storage = {key: mlp_storage(*shape) for key, shape in shapes.items()}
-print("(stored values, parameters) by doubled dimension:", storage)
 
 # %%
 base_values, base_n = storage["base"]
