@@ -78,7 +78,7 @@ def test_gradient_is_scale_invariant():
 
 def test_float32_kept():
     x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
-    t = Tensor(x)
+    t = Tensor(x, requires_grad=True)
     y = t.layer_norm()
     assert y.dtype == np.float32
     (y * y * np.float32(2)).sum().backward()
