@@ -133,7 +133,7 @@ runs = {
     key: []
     for key in ("reset", "stale", "fixed", "flawed", "workaround", "moved", "data_ratio", "data_ratio_low")
 }
-flagged, flagged_workaround, errors = [], [], set()
+flagged, flagged_workaround, errors, counters = [], [], set(), []
 for seed in SEEDS:
     X, y = fit_data(seed)
     runs["reset"].append(fit(X, y, True))
@@ -153,6 +153,11 @@ for seed in SEEDS:
     runs["data_ratio"].append(float(ratio.max()))
     runs["data_ratio_low"].append(float(ratio.min()))
     errors |= {edited_gradient(w, through)[1] for through in ("detach", "inplace")}
+z = 3 * w.clone().requires_grad_(True)  # whose counter does an edit through .detach() / .data bump?
+z.detach().mul_(2)
+counters.append((z._version, z.data._version))  # (1, 0) if .detach() shares it and .data has its own
+z.data.mul_(2)
+counters.append((z._version, -1))  # still 1: the .data edit went unrecorded
 
 TOL = "float64, the same formulas; another kernel's rounding"
 for key, about, of, rtol, why in (
@@ -211,6 +216,9 @@ CLAIMS = [
      "A .data edit that doubles a saved tensor raises nothing and doubles the gradient, on every seed."),
     ("version_counter", len(errors) == 1 and "modified by an inplace operation" in next(iter(errors)),
      "The same edit in place or through .detach() raises autograd's version-counter RuntimeError."),
+    ("detach_shares_counter", set(counters) == {(1, 0), (1, -1)}, "An in-place edit through .detach() "
+     "bumps the tensor's version counter; .data starts its own counter at 0, and an edit through it "
+     "leaves the tensor's unchanged, on every seed."),
 ]  # fmt: skip
 for name, holds, statement in CLAIMS:
     results.claim(name, bool(holds), statement, {"runs": {k: np.array(v) for k, v in runs.items()}})

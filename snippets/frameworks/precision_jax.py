@@ -105,6 +105,13 @@ for name, dtype in (("float16", jnp.float16), ("bfloat16", jnp.bfloat16), ("floa
         ranges[f"{key}_{name}"] = float(getattr(info, key))
         results.number(f"{key}_{name}", ranges[f"{key}_{name}"], f"{key} of {name}")
 eps16 = float(jnp.finfo(jnp.float16).eps)
+# tanh's float32 slope where tanh saturates: the default rule (from the output) and the accuracy mode
+# that computes 4 sigmoid(2z) sigmoid(-2z) from z
+z_sat = jnp.array([8.0, 10.0], jnp.float32)
+exact = 1 / np.cosh(np.array([8.0, 10.0])) ** 2
+highest = lambda z: jax.lax.tanh(z, accuracy=jax.lax.AccuracyMode.HIGHEST)  # noqa: E731
+slope_err = {name: np.abs(np.asarray(jax.vmap(jax.grad(f))(z_sat), np.float64) - exact) / exact
+             for name, f in (("default", jnp.tanh), ("highest", highest))}  # fmt: skip
 results.spread("same_as_numpy", st["same_as_numpy"], "share of first-layer entries equal to numpy's")
 CLAIMS = [
     ("bf16_range", ranges["smallest_normal_bfloat16"] == ranges["smallest_normal_float32"]
@@ -115,6 +122,10 @@ CLAIMS = [
      "every seed."),
     ("xla_matches_numpy", np.all(st["same_as_numpy"] == 1), "XLA's float16 first-layer gradient equals "
      "precision.py's numpy emulation bit for bit on every seed."),
+    ("tanh_slope_from_output", slope_err["default"][0] > 0.01 and slope_err["default"][1] == 1
+     and slope_err["highest"].max() < 1e-6, "In float32, jax.grad of jnp.tanh (its rule uses the output) is "
+     "off by over 1% at z = 8 and by 100% at z = 10; with accuracy=AccuracyMode.HIGHEST, the rule from z, "
+     "it is within 1e-6 at both."),
     ("scaling_by_hand", np.all(st["err_s"] < 5 * eps16) and np.all(st["skipped"] >= 1),
      "Halving from 2^24 skips at least one step, and the first finite scale brings the error under 5 float16 "
      "epsilons, on every seed."),
