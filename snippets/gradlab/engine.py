@@ -90,6 +90,7 @@ class Tensor:
         self._cost = 0  # flops of the forward op; see flops.py
         self._backward = lambda: None  # a leaf sends its gradient nowhere
 
+    # --8<-- [start:accumulate]
     def _accumulate(self, g):
         """dL/d(data) += g. The first write keeps g if a rule computed it afresh, else copies it (a
         view may be another node's .grad: no two nodes share a buffer)."""
@@ -101,6 +102,7 @@ class Tensor:
         else:
             self.grad += g
 
+    # --8<-- [end:accumulate]
     # --8<-- [end:tensor]
 
     def _child(self, data, parents, op, cost=None):
