@@ -98,14 +98,8 @@ for ax, (name, dtype) in zip(axes, PRECISIONS.items(), strict=True):
         relative_error(*(evaluate(stable, c, direction, d) for d in (dtype, np.float64))) for c in scales
     ]
     stable_worst = max(stable_worst, max(stable_error))
-    ax.plot(
-        scales,
-        np.maximum(stable_error, floor),
-        "--",
-        color=plot.PALETTE[3],
-        lw=1,
-        label="stable cross_entropy",
-    )
+    style = dict(color=plot.PALETTE[3], lw=1, label="stable cross_entropy")
+    ax.plot(scales, np.maximum(stable_error, floor), "--", **style)
     ax.axvline(np.log(np.finfo(dtype).max), color=plot.PALETTE[4], linestyle=":", label="ln(max float)")
     ax.set(xscale="log", yscale="log", title=f"{name}", xlabel="logit scale c (log scale)")
 axes[0].set_ylabel("relative error vs float64 stable\n(log scale; × = inf or NaN)")
@@ -208,6 +202,9 @@ BCE = dict(
 for (name, dtype), (kind, bce) in itertools.product(PRECISIONS.items(), BCE.items()):
     value = float(bce(np.array([args.confident_logit], dtype=dtype), np.ones(1))[0])
     results.number(f"bce_{kind}_{name}", value, f"{name} {kind} BCE at z", rtol=1e-5)
+for name, dtype in PRECISIONS.items():  # the log-sum-exp form with log1p inside: z + log1p(e^-z) - z
+    z = dtype(args.confident_logit)
+    results.number(f"bce_lse_log1p_{name}", float(z + np.log1p(np.exp(-z)) - z), "z + log1p(e^-z) - z")
 with np.errstate(all="ignore"):  # label 1, float32: sigmoid(z) rounds to 0 below about z = -104
     probability = float(ops.sigmoid(np.array([args.bce_logit], dtype=np.float32))[0])
     clamped = -max(float(np.log(np.float32(probability))), -100.0)  # the documented clamp, emulated
@@ -230,15 +227,16 @@ underflow = all(past) and (args.label != 2 or halves)
 statement = "softmax then log: finite to half the underflow limit (as naive CE); then inf loss, NaN gradient"
 results.claim("softmax_then_log_underflows", underflow, statement, {"ratio": half_underflow, "past": past})
 bce = [v[f"bce_naive_{p}"] == 0 and abs(v[f"bce_stable_{p}"] / bce_reference - 1) < 1e-6 for p in PRECISIONS]
-results.claim("naive_bce_rounds_to_zero", all(bce), "BCE at z: log-sum-exp gives 0, log1p the reference")
+bce = all(bce) and all(v[f"bce_lse_log1p_{p}"] == 0 for p in PRECISIONS)
+statement = "BCE at z: log-sum-exp gives 0, even with log1p inside (z + tiny - z); softplus the reference"
+results.claim("naive_bce_rounds_to_zero", bce, statement)
 clamp_ok = probability == 0 and clamped == 100.0 and true_loss > 100.0
 results.claim("clamp_hides_underflow", clamp_ok, "p rounds to 0; the clamped loss is 100, not the true loss")
 worst = [np.max(e[np.isfinite(e)]) / np.finfo(p).eps for (g, p), e in errors.items() if g != "cross_entropy"]
 results.claim("accurate_until_limit", max(worst) < 10, "naive softmax, log-sum-exp: finite errors < 10 eps")
 stable_all = all(v[f"limit_stable_{g}_{p}"] == scales[-1] for g in PROGRAMS for p in PRECISIONS)
-together = v["methods_nan_naive"] in (0, len(check.METHODS)) and v["methods_finite_stable"] == len(
-    check.METHODS
-)
+n_methods = len(check.METHODS)
+together = v["methods_nan_naive"] in (0, n_methods) and v["methods_finite_stable"] == n_methods
 results.claim(
     "stable_finite", stable_all and together, "stable: finite over the sweep; methods fail together"
 )

@@ -20,7 +20,9 @@ from gradlab import snippet
 parser = snippet.parser(__doc__)
 args, results = snippet.parse(parser)
 jax.config.update("jax_enable_x64", True)
-results.number("jax_version", float(".".join(jax.__version__.split(".")[:2])), "JAX")
+jax_major, jax_minor = (int(part) for part in jax.__version__.split(".")[:2])  # 0.10 is not 0.1
+results.number("jax_version_major", jax_major, "JAX major version")
+results.number("jax_version_minor", jax_minor, "JAX minor version")
 C, LABEL, CONFIDENT = 1000.0, 2, 50.0  # the numpy snippet's defaults
 
 # %% [markdown]
