@@ -55,7 +55,7 @@ def double_where_sqrt(params):
     return ops.sum(ops.where(positive, ops.sqrt(ops.where(positive, x, 1.0)), 0.0))
 
 
-x = np.linspace(-1.0, 2.0, args.points)
+x, LOG_X = np.linspace(-1.0, 2.0, args.points), np.array([-1.0, 0.0])
 masked = gradients(masked_sqrt, x)
 safe = gradients(double_where_sqrt, x)
 results.number("grid_points", x.size, "grid points on [-1, 2]")
@@ -65,6 +65,8 @@ for kind, name, grad in [(k, n, g) for k, gs in (("masked", masked), ("safe", sa
 with np.errstate(invalid="ignore"):  # the step to -h takes sqrt of a negative number: NaN, unused
     at_zero = numerical.central_difference(masked_sqrt, [np.zeros(1)])[0][0]  # ~ 1 / (2 sqrt h)
 results.number("central_at_zero", at_zero, "central difference at x = 0", rtol=1e-3)
+with np.errstate(all="ignore"):  # where(x > 0, log x, 0) at x = -1, 0: log's rule 1/x is finite, then inf
+    log_grad = engine.grad(lambda p: ops.sum(ops.where(primal(p[0]) > 0, ops.log(p[0]), 0.0)), [LOG_X])[0]
 nonzero = x[np.abs(x) > 1e-12]
 agreement = check.compare(double_where_sqrt, [nonzero])
 results.number("safe_max_disagreement", max(agreement.values()), "double where: largest error", atol=1e-6)
@@ -97,6 +99,9 @@ CLAIMS = [
     ("methods_agree_off_the_kink", max(agreement.values()) < 1e-6,
      "On the double-where program at every x != 0, reverse mode agrees with forward mode, central "
      "differences and the complex step to 1e-6 relative.", agreement),
+    ("masked_log_nan_only_at_zero", log_grad[0] == 0 and np.isnan(log_grad[1]),
+     "For where(x > 0, log x, 0) reverse mode returns 0 at x = -1 (the rule 1/x is finite) and NaN "
+     "at x = 0.", {"gradient at -1, 0": log_grad.tolist()}),
 ]  # fmt: skip
 for name, holds, statement, values in CLAIMS:
     results.claim(name, holds, statement, values)
@@ -104,14 +109,11 @@ for name, holds, statement, values in CLAIMS:
 fig, ax = plt.subplots()
 ax.plot(x, np.clip(masked["central"], None, 3), color=PALETTE[2], label="central differences")
 ax.plot(x, safe["reverse"], "--", color=PALETTE[0], label="reverse mode, double where")
-finite = ~np.isnan(masked["reverse"])
-ax.plot(x[finite], masked["reverse"][finite], "o", ms=4, color=PALETTE[1], label="reverse mode, where")
-ax.plot(
-    x[~finite], 0 * x[~finite], "x", ms=7, color=PALETTE[3], label="reverse mode, where: NaN (drawn at 0)"
-)
-ax.set(
-    title="Gradient of where(x > 0, sqrt x, 0)", xlabel="x", ylabel="df/dx (clipped at 3)", ylim=(-0.2, 3.2)
-)
+bad = np.isnan(masked["reverse"])
+ax.plot(x[~bad], masked["reverse"][~bad], "o", ms=4, color=PALETTE[1], label="reverse mode, where")
+ax.plot(x[bad], 0 * x[bad], "x", ms=7, color=PALETTE[3], label="reverse mode, where: NaN (drawn at 0)")
+ax.set(title="Gradient of where(x > 0, sqrt x, 0)", xlabel="x", ylabel="df/dx (clipped at 3)")
+ax.set_ylim(-0.2, 3.2)
 ax.legend()
 results.figure(
     fig,
@@ -226,9 +228,8 @@ results.claim(
     "with the hard step, on every seed.",
     {name: accuracies[name] for name in ("sigmoid surrogate", "straight-through")},
 )
-for key, value in dict(
-    t_true=T_TRUE, t_start=T_START, temperature=args.temperature, steps=args.steps, lr=args.lr
-).items():
+SETTINGS = dict(t_true=T_TRUE, t_start=T_START, temperature=args.temperature, steps=args.steps, lr=args.lr)
+for key, value in SETTINGS.items():
     results.number(key, value, f"setting of the threshold experiment: {key}")
 
 fig, ax = plt.subplots()

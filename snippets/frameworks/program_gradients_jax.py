@@ -21,7 +21,9 @@ parser = snippet.parser(__doc__)
 args, results = snippet.parse(parser)
 SEEDS = snippet.seeds(args.seed)
 jax.config.update("jax_enable_x64", True)
-results.number("jax_version", float(".".join(jax.__version__.split(".")[:2])), "JAX")
+jax_major, jax_minor = (int(part) for part in jax.__version__.split(".")[:2])  # 0.10 is not 0.1
+results.number("jax_version_major", jax_major, "JAX major version")
+results.number("jax_version_minor", jax_minor, "JAX minor version")
 
 
 def grad(f, x):
