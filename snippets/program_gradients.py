@@ -100,7 +100,7 @@ CLAIMS = [
      "On the double-where program at every x != 0, reverse mode agrees with forward mode, central "
      "differences and the complex step to 1e-6 relative.", agreement),
     ("masked_log_nan_only_at_zero", log_grad[0] == 0 and np.isnan(log_grad[1]),
-     "For where(x > 0, log x, 0) reverse mode returns 0 at x = -1 (the rule 1/x is finite) and NaN "
+     "Reverse mode on where(x > 0, log x, 0) returns 0 at x = -1 (the rule 1/x is finite) and NaN "
      "at x = 0.", {"gradient at -1, 0": log_grad.tolist()}),
 ]  # fmt: skip
 for name, holds, statement, values in CLAIMS:
