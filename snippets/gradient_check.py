@@ -65,7 +65,7 @@ def sweep(seed):
     p32 = [p.astype(np.float32) for p in p64]
     f64 = functools.partial(loss, X=X_s, y=y_s)
     f32 = functools.partial(loss, X=X_s.astype(np.float32), y=y_s.astype(np.float32))
-    ref64, ref32 = engine.grad(f64, p64), engine.grad(f64, [p.astype(np.float64) for p in p32])
+    ref64, ref32 = engine.grad(f64, p64), engine.grad(f32, [p.astype(np.float64) for p in p32])  # 64-bit
     fd32 = [  # below about eps * |x| a float32 step rounds away (x + h == x - h): no quotient
         normwise(numerical.central_difference(f32, p32, h=h), ref32) if h >= float32_min_step else np.nan
         for h in steps
