@@ -3,7 +3,8 @@
 The same line and outliers as snippets/loss_shape.py (drawn with numpy from the same seeds): each
 point's own gradient by jax.vmap(jax.grad), the outliers' share of the summed gradient norms, the
 Huber fit by gradient descent, and the logit gradients of sigmoid + squared error against the
-cross-entropy -log_sigmoid(z), in float64 and float32. Quoted by docs/shape-of-the-loss.md.
+cross-entropy -log_sigmoid(z), in float64 and float32, and the CPU's flush-to-zero mode behind the
+exact zero far out. Quoted by docs/shape-of-the-loss.md.
 """
 
 # %%
@@ -103,6 +104,8 @@ results.claim(
 # ## The confidently wrong logit, in float64 and float32
 # Label 1: sigmoid + squared error against the cross-entropy $-\log\sigma(z)$ = `-jax.nn.log_sigmoid(z)`,
 # at the quoted logit and on a grid down to $z = -800$.
+# The exact zero starts where $\sigma(z)$ would be subnormal: XLA on the CPU flushes subnormal results
+# to 0, in a plain product too, so the zero is the mode's, not `exp`'s.
 
 
 # %%
@@ -129,16 +132,37 @@ for key in ("squared", "ce"):
     results.number(f"logit_grad_{key}_float32", found[key, "float32"], "dL/dz, float32", rtol=1e-5)
 relative32 = {k: abs(found[k, "float32"] / found[k, "float64"] - 1) for k in ("squared", "ce")}
 smallest_normal = {d: float(np.log(np.finfo(d).tiny)) for d in ("float64", "float32")}
-flushed = float(jnp.exp(jnp.float32(-87.5))), float(np.exp(np.float32(-87.5)))
-results.number("subnormal_flushed", flushed[0], "jnp.exp(-87.5) in float32 (numpy: 9.98e-39)")
+# Is the zero the exp implementation's range or the CPU's flush-to-zero mode? A product of two normal
+# floats whose exact result is subnormal (no exp involved), and the sigmoid itself, whose exp(-z) is huge
+# here: the subnormal appears only in the division 1 / (1 + e^-z). numpy keeps the subnormals.
+product32, product64 = jnp.float32(1e-20) * jnp.float32(1e-20), jnp.float64(1e-160) * jnp.float64(1e-160)
+sigmoid32 = jax.nn.sigmoid(jnp.float32(-87.5))
+flushed = {
+    "product_float32": (float(product32), float(np.float32(1e-20) * np.float32(1e-20))),
+    "product_float64": (float(product64), 1e-160 * 1e-160),
+    "sigmoid_float32": (float(sigmoid32), float(1 / (1 + np.exp(np.float32(87.5))))),
+}
+results.number("product_flushed", float(product32), "jnp.float32(1e-20) * jnp.float32(1e-20) (numpy: 1e-40)")
+results.number("sigmoid_flushed", float(sigmoid32), "jax.nn.sigmoid(float32 -87.5) (numpy: 9.98e-39)")
+results.number(
+    "sigmoid_numpy", flushed["sigmoid_float32"][1], "numpy's 1 / (1 + e^87.5) in float32", rtol=1e-6
+)
 results.claim(
     "float32_same_small_gradient",
     max(relative32.values()) < 1e-6
-    and all(abs(found["zero_from", d] - smallest_normal[d]) < 0.02 for d in smallest_normal)
-    and flushed[0] == 0 < flushed[1],
+    and all(abs(found["zero_from", d] - smallest_normal[d]) < 0.02 for d in smallest_normal),
     f"at z = {LOGIT:g} float32 gives both logit gradients to 1e-6; the squared-error gradient is exactly 0 "
-    "from where sigmoid(z) falls below the smallest normal float: XLA on the CPU flushes subnormals to 0",
-    {"relative32": relative32, "smallest_normal": smallest_normal, "flushed": flushed},
+    "from where sigmoid(z) falls below the smallest normal float",
+    {"relative32": relative32, "smallest_normal": smallest_normal},
+)  # fmt: skip
+results.claim(
+    "cpu_flushes_subnormals",
+    jax.default_backend() == "cpu"
+    and all(jax_value == 0 < abs(numpy_value) < np.finfo(np.float32 if "32" in k else np.float64).tiny
+            for k, (jax_value, numpy_value) in flushed.items()),
+    "XLA on the CPU flushes subnormal results to 0: a product of two normal floats in float32 and in float64 "
+    "and sigmoid(-87.5) in float32 are 0 in JAX, subnormal in numpy",
+    flushed,
 )  # fmt: skip
 results.claim(
     "ce_never_zero", min(found["ce_smallest", d] for d in ("float32", "float64")) > 0.99,
