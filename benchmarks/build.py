@@ -18,6 +18,7 @@ load changes every wall time: compare the ratios, and rerun before trusting one 
 """
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -64,17 +65,23 @@ def free_port() -> int:
 def prose_edit_under_serve(clone: Path) -> float:
     """Seconds from saving a chapter to the served page carrying the edit (fresh serve process)."""
     port = free_port()
-    url = f"http://127.0.0.1:{port}/{EDITED_PAGE.removesuffix('.md')}/"
+    (clone / ".cache" / "bench-serve.log").unlink(missing_ok=True)
+    log = open(clone / ".cache" / "bench-serve.log", "a+")  # append: serve's writes never land mid-file
     serve = subprocess.Popen(
         [PYTHON, "-m", "mkdocs", "serve", "--dirty", "--livereload", "--dev-addr", f"127.0.0.1:{port}"],
         cwd=clone,
         env=ENV,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
         start_new_session=True,
     )
 
     def page() -> str:
+        log.seek(0)
+        served = re.search(r"Serving on (\S+)", log.read())  # the address includes site_url's path
+        if not served:
+            return ""
+        url = served.group(1).rstrip("/") + f"/{EDITED_PAGE.removesuffix('.md')}/"
         try:
             with urllib.request.urlopen(url, timeout=5) as response:
                 return response.read().decode("utf-8")
@@ -85,7 +92,8 @@ def prose_edit_under_serve(clone: Path) -> float:
         deadline = time.monotonic() + 600
         while "</html>" not in page():  # served: the first build is done
             if serve.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("mkdocs serve did not start")
+                log.seek(0)
+                raise RuntimeError(f"mkdocs serve did not start:\n{log.read()[-3000:]}")
             time.sleep(0.05)
         marker = f"Benchmark sentence {time.time_ns()}."
         source = clone / "docs" / EDITED_PAGE
@@ -97,8 +105,10 @@ def prose_edit_under_serve(clone: Path) -> float:
             time.sleep(0.02)
         return time.perf_counter() - start
     finally:
-        os.killpg(serve.pid, signal.SIGTERM)
-        serve.wait(timeout=30)
+        if serve.poll() is None:
+            os.killpg(serve.pid, signal.SIGTERM)
+            serve.wait(timeout=30)
+        log.close()
 
 
 def main(quick: bool) -> None:

@@ -36,8 +36,14 @@ COMMAND = {"name": "build", "dirty": False}  # set by on_startup
 PREVIOUS: dict[str, Path] = {}  # snippet -> its result folder in the previous build (serve)
 
 
+def _not_the_dirty_notice(record: logging.LogRecord) -> bool:
+    return "A 'dirty' build is being performed" not in record.getMessage()
+
+
 def on_startup(command, dirty):
     COMMAND.update(name=command, dirty=dirty)
+    if dirty:  # `make serve` asks for it; in strict mode (mkdocs.yml) the notice would abort the build
+        logging.getLogger("mkdocs.commands.build").addFilter(_not_the_dirty_notice)
 
 
 def on_shutdown():
