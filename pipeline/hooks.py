@@ -78,19 +78,18 @@ def on_config(config):
         logging.getLogger("mkdocs.plugins.mkdocs_jupyter").setLevel(logging.WARNING)  # "Copied ..."
     notebook_pages.STYLESHEETS.clear()  # left over if the previous build under `serve` failed
     try:
-        # the site's runs and the runs the exercises' answers quote, `{{ name(--lr 0.05).key }}`,
-        # in one pool (cached like the rest)
+        RESULTS.clear()
+        RESULTS.update(runner.run_all())
+        # the runs the exercises' answers quote, `{{ name(--lr 0.05).key }}`: one pool, all of a
+        # snippet's runs in one process (cached like the rest)
         runs = set()
         for page in Path(config.docs_dir).rglob("*.md"):
             runs |= macros.argument_runs(page.read_text(encoding="utf-8"))
-        paths = runner.snippet_paths()
-        requests = [(path, ()) for path in paths] + [(runner.snippet_path(n), a) for n, a in sorted(runs)]
-        outcomes = runner.run_many([(p, a) for p, a in requests if p.exists()])
+        requests = [(runner.snippet_path(n), a) for n, a in sorted(runs) if runner.snippet_path(n).exists()]
+        outcomes = runner.run_many(requests)
         failures = [str(o) for o in outcomes.values() if isinstance(o, runner.SnippetError)]
         if failures:
             raise runner.SnippetError(f"{len(failures)} run(s) failed:\n\n" + "\n\n".join(failures))
-        RESULTS.clear()
-        RESULTS.update({name: outcomes[(name, ())] for name in (p.stem for p in paths)})
         ANSWERS.clear()
         ANSWERS.update({run: outcomes[run] for run in runs if run in outcomes})
     except runner.SnippetError as error:
