@@ -137,22 +137,31 @@ results.claim(
 # ## The confidently wrong logit, in float64 and float32
 # Label 1: sigmoid + `F.mse_loss` against `F.binary_cross_entropy_with_logits`, at the quoted
 # logit and on a grid down to $z = -800$, where `torch.sigmoid`'s $e^{-z}$ overflows.
+# Written $e^z/(1+e^z)$, the same function keeps a non-zero gradient until $\sigma(z)$ itself
+# underflows: where `torch.sigmoid`'s zero starts is its formula's choice, not floating point's.
 
 
 # %%
 def logit_gradients(z):
-    """dL/dz for label 1 at every z: sigmoid + squared error, and cross-entropy from logits."""
+    """dL/dz for label 1 at every z: sigmoid + squared error, cross-entropy from logits, and sigmoid +
+    squared error with the sigmoid written e^z / (1 + e^z), whose e^z cannot overflow for z <= 0."""
     one = torch.ones_like(z)
     squared = grad(lambda z: F.mse_loss(torch.sigmoid(z), one, reduction="sum"))(z)
-    return squared, grad(lambda z: F.binary_cross_entropy_with_logits(z, one, reduction="sum"))(z)
+    rewritten = grad(lambda z: F.mse_loss(torch.exp(z) / (1 + torch.exp(z)), one, reduction="sum"))(z)
+    return squared, grad(lambda z: F.binary_cross_entropy_with_logits(z, one, reduction="sum"))(z), rewritten
 
 
 found = {}
 for dtype, name in ((torch.float64, "float64"), (torch.float32, "float32")):
     zs = torch.cat([torch.tensor([LOGIT]), torch.arange(0.0, -800.0, -0.01)]).to(dtype)
-    squared, ce = logit_gradients(zs)
+    squared, ce, rewritten = logit_gradients(zs)
     found["squared", name], found["ce", name] = squared[0].item(), ce[0].item()
     found["zero_from", name] = zs[squared == 0].max().item()
+    found["rewritten_zero_from", name] = zs[rewritten == 0].max().item()
+    results.number(
+        f"rewritten_zero_from_{name}", found["rewritten_zero_from", name], f"{name}: e^z/(1+e^z), 0 from z",
+        atol=0.05,  # a subnormal e^z rounds by the libm: a grid step or two
+    )  # fmt: skip
     found["ce_smallest", name] = ce[zs <= LOGIT].abs().min().item()
     results.number(f"squared_zero_from_{name}", found["zero_from", name], f"{name}: 0 from z", atol=0.02)
 for key in ("squared", "ce"):
@@ -171,6 +180,18 @@ results.claim(
     f"at z = {LOGIT:g} float32 gives both logit gradients to 1e-6; the squared-error gradient is exactly 0 "
     "from where torch.sigmoid's e^-z overflows to inf, -ln(largest float), in both dtypes",
     {"relative32": relative32, "overflow": overflow},
+)  # fmt: skip
+# IEEE's own limit: sigma(z) ~ e^z rounds to 0 below half the smallest subnormal float
+underflow = {
+    d: float(np.log(np.finfo(d).smallest_subnormal)) - float(np.log(2)) for d in ("float64", "float32")
+}
+results.claim(
+    "zero_is_the_formulas",
+    all(abs(found["rewritten_zero_from", d] - underflow[d]) < 0.05 for d in underflow)
+    and all(found["rewritten_zero_from", d] < found["zero_from", d] - 14 for d in underflow),
+    "written e^z / (1 + e^z), sigmoid + squared error keeps a non-zero gradient down to where sigma(z) "
+    "rounds to 0, ln(smallest subnormal / 2), over 14 units of z beyond torch.sigmoid's zero, in both dtypes",
+    {"underflow": underflow, "found": {str(k): v for k, v in found.items()}},
 )  # fmt: skip
 results.claim(
     "ce_never_zero", min(found["ce_smallest", n] for n in ("float32", "float64")) > 0.99,
