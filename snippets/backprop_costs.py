@@ -199,8 +199,8 @@ results.number("mem_param_bytes", param_bytes, "bytes of the parameters' gradien
 freed, retained = memory["freed"], memory["retained"]
 results.claim(
     "freed_graph_returns_memory",
-    freed["after"] < param_bytes + 0.05 * retained["after"] and freed["peak"] < 0.8 * retained["peak"],
-    "With the graph freed, backward() ends holding the parameters' gradients and little else, and its "
+    freed["after"] < 1.05 * param_bytes and freed["peak"] < 0.8 * retained["peak"],
+    "With the graph freed, backward() ends holding the parameters' gradients and under 5% more, and its "
     "peak is lower than with retain_graph=True.",
     {"freed": freed, "retained": retained, "param bytes": param_bytes},
 )
