@@ -171,14 +171,17 @@ results.claim(
     "Central differences' scaled error stays within 100 eps^(2/3) on every seed: truncation and rounding.",
     {"factor": central_factor},
 )
+central_ratio = [  # elementwise / scaled: above 1 only where the worst entry is below the largest
+    e / s
+    for k in ("mlp", "rnn")
+    for e, s in zip(errors[(k, "central", "error")], errors[(k, "central", "scaled")], strict=True)
+]
 results.claim(
     "central_elementwise_larger",
-    all(
-        e > s
-        for k in ("mlp", "rnn")
-        for e, s in zip(errors[(k, "central", "error")], errors[(k, "central", "scaled")], strict=True)
-    ),
-    "Central differences' elementwise error exceeds their scaled error on every seed.",
+    min(central_ratio) > 2,
+    "Central differences' elementwise error is more than twice their scaled error on every seed: "
+    "their rounding error is absolute, so it weighs most on entries smaller than the largest.",
+    {"elementwise / scaled": min(central_ratio)},
 )
 
 # %%
