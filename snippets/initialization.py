@@ -102,12 +102,14 @@ for key, value in dict(float32_max=np.finfo(np.float32).max, float64_max=np.finf
     results.number(key, float(value), "float32's largest number, float64's, float32's smallest normal")
 for i, values in last.items():
     results.spread(f"var_z_last_relu_{i}", values, f"ReLU, {i} scale: Var[z_D]", rtol=1e-4)
+    results.spread(f"rms_z_last_relu_{i}", np.sqrt(values), f"ReLU, {i} scale: RMS of z_D", rtol=1e-4)
 
 # %% [markdown]
 # ## The formula against the measurements
-# Each layer multiplies the variance by $n\sigma_w^2\,\mathbb E[f'(z)^2]$, forward and backward:
-# $n\sigma_w^2/2$ for ReLU (1 under He), $n\sigma_w^2$ for tanh near 0; for saturated tanh
-# $\mathbb E[f'^2]$ is measured. Measured: the geometric mean of the $D-1$ layer-to-layer ratios.
+# Backward each layer multiplies the variance by $n\sigma_w^2\,\mathbb E[f'(z)^2]$, forward by
+# $n\sigma_w^2\,\mathbb E[f(z)^2]/\mathrm{Var}[z]$: both $n\sigma_w^2/2$ for ReLU (1 under He), about
+# $n\sigma_w^2$ for tanh near 0; for saturated tanh (backward only) $\mathbb E[f'^2]$ is measured.
+# Measured: the geometric mean of the $D-1$ layer-to-layer ratios.
 
 # %%
 slope_sq = [np.exp(np.mean([np.log(np.mean(s**2)) for s in r["slopes"][1:]])) for r in runs["tanh", "large"]]
@@ -160,6 +162,7 @@ orthogonal_tanh_isometric: tanh: orthogonal's largest/median singular value is o
 below_adam_eps: on every seed both lie more than a million times below Adam's default epsilon, 1e-8
 relu_half_zero: ReLU: at least half the singular values are numerically zero, under He and orthogonal alike
 float32_out_of_range: on every seed, large scale above float32's max; small scale under 1000 × its tiny
+values_inside_float32: on every seed, the RMS of z_D lies inside float32's normal range at both scales
 sweep_crosses_he: both factors are < 1 at σ = 0.08 and > 1 at σ = 0.1 (He's σ = √(2/n) lies between)
 """
 checks = {  # name: (holds on every seed, the numbers behind it)
@@ -178,6 +181,8 @@ checks = {  # name: (holds on every seed, the numbers behind it)
     "relu_half_zero": (min(sv["sv_zero_relu_he"].min(), sv["sv_zero_relu_orthogonal"].min()) >= 0.5, sv),
     "float32_out_of_range": (last["large"].min() > np.finfo(np.float32).max
                              and last["small"].max() < 1000 * np.finfo(np.float32).tiny, last),
+    "values_inside_float32": (np.sqrt(last["large"].max()) < np.finfo(np.float32).max
+                              and np.sqrt(last["small"].min()) > np.finfo(np.float32).tiny, last),
     "sweep_crosses_he": (max(sweep[stds.index(0.08)][d] for d in ("forward", "backward")) < 1
                          < min(sweep[stds.index(0.1)][d] for d in ("forward", "backward")), {"stds": stds}),
 }  # fmt: skip

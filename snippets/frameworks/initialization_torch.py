@@ -96,6 +96,11 @@ for seed in snippet.seeds(args.seed):
     torch.manual_seed(seed)
     for name, init in INITS.items():
         measured.setdefault(name, []).append(factors(torch_layers(init), X, readout))
+    torch.manual_seed(seed)  # the same default weights as "default", its biases set to 0
+    layers = torch_layers("default")
+    for layer in layers:
+        nn.init.zeros_(layer.bias)
+    measured.setdefault("default_zero_bias", []).append(factors(layers, X, readout))
 measured = {key: np.array(values) for key, values in measured.items()}  # (seed, forward/backward)
 for scheme in ("he", "glorot"):
     for i, direction in enumerate(("forward", "backward")):
@@ -119,7 +124,7 @@ results.claim(
 # only as statistics. nn.Linear's default has variance $1/(3n)$, so the factor is $n\sigma^2/2 = 1/6$.
 
 # %%
-for name in INITS:
+for name in [*INITS, "default_zero_bias"]:
     for i, direction in enumerate(("forward", "backward")):
         results.spread(f"{direction}_{name}", measured[name][:, i], f"{name}: {direction} factor per layer")
         print(f"{name:<8} {direction:<8} factor per layer: {measured[name][:, i].round(4)}")
@@ -140,6 +145,15 @@ results.claim(
     "default_shrinks", bool(np.all(np.abs(default_backward * 6 - 1) < 0.1)),
     "With nn.Linear's default initialization the gradient's variance shrinks by a factor within 10% of "
     "1/6 per layer, on every seed: it is neither He (1) nor Glorot (1/2).", {"backward": default_backward},
+)  # fmt: skip
+
+zero_bias = measured["default_zero_bias"]
+results.claim(
+    "default_forward_is_the_biases", bool(np.all(np.abs(zero_bias * 6 - 1) < 0.1))
+    and bool(np.all(measured["default"][:, 0] > 2 * zero_bias[:, 0])),
+    "With the same default weights and the biases set to 0, both factors are within 10% of 1/6 on every "
+    "seed; with the default biases the forward factor is more than twice that.",
+    {"zero_bias": zero_bias, "default": measured["default"]},
 )  # fmt: skip
 
 # %%
