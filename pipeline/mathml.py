@@ -63,7 +63,7 @@ class MathError(ValueError):
     pass
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def to_mathml(tex: str, display: bool) -> str:
     source = html.unescape(tex).strip()
     for pattern, replacement in REWRITES:
