@@ -1,7 +1,6 @@
 """Per-layer diagnostics: a deep tanh network that SGD cannot train, and three remedies.
 
-Per-layer reports at step 0; residual connections, layer norm (the function), Adam (the optimizer); 5 seeds.
-"""
+Per-layer reports at step 0; residual, layer norm (the function), Adam (the optimizer); 5 seeds."""
 
 # %% [markdown]
 # `depth` hidden tanh layers of `width` units and a linear output map $x \in \mathbb{R}^2$ to a
