@@ -23,7 +23,9 @@ from gradlab import snippet
 parser = snippet.parser(__doc__)
 args, results = snippet.parse(parser)
 SEEDS = snippet.seeds(args.seed)
-results.number("jax_version", float(".".join(jax.__version__.split(".")[:2])), "JAX")
+jax_major, jax_minor = (int(part) for part in jax.__version__.split(".")[:2])  # 0.10 is not 0.1
+results.number("jax_version_major", jax_major, "JAX major version")
+results.number("jax_version_minor", jax_minor, "JAX minor version")
 SCALES, n, T = [0.5, 0.9, 1.0, 1.5, 3.0], 32, 100
 nets = [rec.draw_network(seed, n, 4, T) for seed in SEEDS]
 
