@@ -194,7 +194,7 @@ param_bytes = 8 * base_n  # the parameters' gradients, kept in both cases
 for key, m in memory.items():
     print(f"{key}: graph {m['graph']:,} B, peak in backward {m['peak']:,} B, held after {m['after']:,} B")
     for field, value in m.items():
-        results.number(f"mem_{key}_{field}", value, f"{key} graph: bytes, {field}", rtol=0.1)
+        results.number(f"mem_{key}_{field}", float(value), f"{key} graph: bytes, {field}", rtol=0.1)
 results.number("mem_param_bytes", param_bytes, "bytes of the parameters' gradients")
 freed, retained = memory["freed"], memory["retained"]
 results.claim(
