@@ -124,6 +124,22 @@ def built_site(snippet_results, tmp_path_factory):
     return site
 
 
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Chromium for the browser tests (test_browser.py, test_browser_interactive.py)."""
+    import browser_checks as checks
+    from playwright.sync_api import sync_playwright
+
+    try:
+        executable = checks.chromium_executable()
+    except RuntimeError as error:
+        pytest.fail(str(error), pytrace=False)
+    with sync_playwright() as playwright:
+        browser = checks.launch(playwright, executable)
+        yield browser
+        browser.close()
+
+
 # CI (which sets CI=true) derandomizes Hypothesis so a run is reproducible; locally it explores.
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
 if os.environ.get("CI"):

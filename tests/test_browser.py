@@ -26,20 +26,6 @@ VIEWPORT = {"width": 1280, "height": 900}
 
 
 @pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    try:
-        executable = checks.chromium_executable()
-    except RuntimeError as error:
-        pytest.fail(str(error), pytrace=False)
-    with sync_playwright() as playwright:
-        browser = checks.launch(playwright, executable)
-        yield browser
-        browser.close()
-
-
-@pytest.fixture(scope="module")
 def server(built_site):
     with checks.serve(built_site, checks.site_url(ROOT / "mkdocs.yml")) as base:
         yield base
