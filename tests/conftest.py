@@ -50,9 +50,10 @@ def once_per_session(tmp_path_factory, name: str, compute):
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return compute()
     shared = tmp_path_factory.getbasetemp().parent  # the session's folder, common to the workers
-    with open(shared / f"{name}.lock", "w") as lock:
+    session = os.environ.get("PYTEST_XDIST_TESTRUNUID", "")  # never read another session's outcome
+    with open(shared / f"{name}-{session}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        done = shared / f"{name}.pickle"
+        done = shared / f"{name}-{session}.pickle"
         if done.exists():
             return pickle.loads(done.read_bytes())
         outcome = compute()

@@ -30,7 +30,9 @@ COPIED = [
     "requirements-dev.txt",
 ]
 SECTIONS = ["## The pitfall, shown", *test_chapters.SECTIONS]  # the template adds the opening
-ENV = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+# the copy's own pytest is a session of its own, not one of this session's xdist workers
+ENV = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST_XDIST_")}
+ENV["NO_MKDOCS_2_WARNING"] = "1"
 
 
 def recorded(copy):
