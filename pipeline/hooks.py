@@ -106,32 +106,6 @@ def on_config(config):
     return config
 
 
-# MathJax 3 as separate components, loaded by startup.js (see docs/assets/mathjax-config.js):
-# the combined tex-chtml.js also carries the right-click menu, 108 of its 262 kB gzipped.
-MATHJAX_FILES = [
-    "startup.js",
-    "core.js",
-    "input/tex.js",
-    "input/tex/extensions/*.js",
-    "output/chtml.js",
-    "output/chtml/fonts/tex.js",
-    "output/chtml/fonts/woff-v2/*.woff",
-    "a11y/assistive-mml.js",  # hidden MathML for screen readers
-]
-
-
-def _mathjax_files(config) -> list[File]:
-    import mathjax
-
-    source = Path(mathjax.__file__).parent / "static" / "mathjax" / "es5"
-    wanted = [path for pattern in MATHJAX_FILES for path in sorted(source.glob(pattern))]
-    files = []
-    for path in wanted:
-        uri = f"assets/mathjax/{path.relative_to(source).as_posix()}"
-        files.append(File.generated(config, uri, abs_src_path=str(path)))
-    return files
-
-
 @event_priority(100)  # before mkdocs-jupyter wraps the notebook files
 def on_files(files, config):
     folder = PAGES / "notebooks"
@@ -159,8 +133,6 @@ def on_files(files, config):
         for key in macros.interactive_of(result):  # the frames of an interactive figure, fetched lazily
             path = result.folder / f"{key}.frames.json"
             files.append(File.generated(config, f"figures/{name}/{key}.frames.json", abs_src_path=str(path)))
-    for file in _mathjax_files(config):
-        files.append(file)
     return files
 
 

@@ -2,9 +2,10 @@
 
 * nbconvert's template loads mermaid from cdnjs and adds a MathJax 2 tag with an empty ``src``
   (and require.js from a CDN when asked): removed, the site loads nothing from another host.
-  Its MathJax 2 configuration goes too: the site runs MathJax 3 with its own, and Material's
-  instant navigation would run that ``text/x-mathjax-config`` script (``MathJax.Hub`` is
-  undefined: an error on every notebook page reached by a link).
+  Its MathJax 2 configuration goes too: the site ships no TeX engine (pipeline/mathml.py renders
+  the math at build time), and Material's instant navigation would run that
+  ``text/x-mathjax-config`` script (``MathJax.Hub`` is undefined: an error on every notebook page
+  reached by a link).
 * nbconvert's alt text for every output image is "No description has been provided for this
   image": replaced by the alt text the snippet gave each figure, in the order they were saved.
 * mkdocs-jupyter inlines the same ~575 kB of CSS (JupyterLab's theme and pygments) as ``<style>``

@@ -106,7 +106,7 @@ def chapter(site_pages, built_site, server):
     html = {url: path.read_text(encoding="utf-8") for url, path in page_files(built_site, server).items()}
 
     def route(target):
-        # a source page with math first: MathJax must survive moving from math to math
+        # a source page with math first: the math must survive moving from math to math
         for url, text in sorted(html.items(), key=lambda item: not site_pages[item[0]].math):
             article = ARTICLE.search(text)
             for href in HREF.findall(article.group(0) if article else ""):
@@ -169,7 +169,7 @@ def test_no_page_scrolls_sideways_on_a_phone(visits):
 def test_page_weight(visits, server):
     """Bytes the browser transfers for each page (gzip, as the host serves it), measured twice:
     on a first visit with nothing cached, and on a next visit, when the files every page shares
-    (MathJax, the search index, Material's bundle, the notebook CSS) are in the browser's cache.
+    (the math font, the search index, Material's bundle, the notebook CSS) are in the browser's cache.
     Sizes, not timings, so they are asserted: no first visit over 1.5 MB and the median first
     visit under ``MEDIAN_LIMIT_BYTES``. The next visits are printed, not asserted."""
     rows = [(name(v.url, server), v.requests, v.bytes, v.next_bytes) for v in visits]
@@ -180,7 +180,7 @@ def test_page_weight(visits, server):
     first = [v.bytes for v in visits]
     too_big = [name(v.url, server) for v in visits if v.bytes > checks.PAGE_LIMIT_BYTES]
     assert all(size > 0 for size in first), "a page transferred nothing: the measurement is broken"
-    assert not too_big, f"pages over {checks.PAGE_LIMIT_BYTES / 1e6} MB: {too_big}\n{table}"
+    assert not too_big, f"pages over {checks.PAGE_LIMIT_BYTES / 1000:.0f} kB: {too_big}\n{table}"
     median = statistics.median(first)
     assert median < checks.MEDIAN_LIMIT_BYTES, f"median first visit {median / 1000:.1f} kB\n{table}"
 
@@ -379,6 +379,11 @@ BAD_PAGE = """<!doctype html><html lang="en"><head><title>Bad</title>
 much wider</span></p>
 <script>console.error("boom")</script>
 </article></main></body></html>"""
+BAD_FONT_PAGE = """<!doctype html><html lang="en"><head><title>Bad font</title><style>
+@font-face { font-family: "Gradient Pitfalls Math"; src: url("missing.woff2") format("woff2"); }
+math { font-family: "Gradient Pitfalls Math", math; }</style></head>
+<body><main><article><h1>Bad font</h1><p>A formula: <math><mi>x</mi><mo>=</mo><mn>1</mn></math>.</p>
+</article></main></body></html>"""
 DOT = '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><circle cx="5" cy="5" r="4"/></svg>'
 GOOD_PAGE = """<!doctype html><html lang="en"><head><title>Good</title></head>
 <body><main><article><h1>Good</h1><p>Plain text, no math.</p>
@@ -391,6 +396,8 @@ def small_site(tmp_path_factory):
     (site / "bad").mkdir()
     (site / "bad" / "index.html").write_text(BAD_PAGE, encoding="utf-8")
     (site / "bad" / "dot.svg").write_text(DOT, encoding="utf-8")
+    (site / "bad-font").mkdir()
+    (site / "bad-font" / "index.html").write_text(BAD_FONT_PAGE, encoding="utf-8")
     (site / "index.html").write_text(GOOD_PAGE, encoding="utf-8")
     (site / "dot.svg").write_text(DOT, encoding="utf-8")
     (site / "404.html").write_text("<!doctype html><title>404</title>not found", encoding="utf-8")
@@ -423,6 +430,12 @@ def test_the_checkers_fail_on_a_bad_page(browser, small_site):
     assert "$$" in math and "no typeset math" in math, found
     assert any(p.startswith("image-alt") for p in result.problems.get("accessibility", [])), found
     assert any("unbreakable line" in p for p in result.problems.get("phone", [])), found
+
+
+def test_the_math_check_fails_when_the_math_font_does_not_load(browser, small_site):
+    result = visit_small(browser, small_site, small_site + "bad-font/", checks.Expectation(math=True))
+    assert result.math == 1, result.problems
+    assert any("did not load" in p for p in result.problems.get("math", [])), result.problems
 
 
 def test_the_checkers_pass_a_good_page(browser, small_site):
