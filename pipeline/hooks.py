@@ -76,6 +76,7 @@ def _chapter_order(config, names) -> list[str]:
 def on_config(config):
     if logging.getLogger("mkdocs").getEffectiveLevel() > logging.DEBUG:  # unless `mkdocs -v`
         logging.getLogger("mkdocs.plugins.mkdocs_jupyter").setLevel(logging.WARNING)  # "Copied ..."
+        logging.getLogger("mkdocs.mkdocs-jupyter").setLevel(logging.WARNING)  # "Converting notebook ..."
     notebook_pages.STYLESHEETS.clear()  # left over if the previous build under `serve` failed
     try:
         RESULTS.clear()

@@ -37,8 +37,9 @@ class Results(dict):
 SELECTED_FOR_OTHER_SEEDS: set[str] = set()  # the snippets whose other-seed tests were selected
 
 
-def pytest_collection_modifyitems(session, config, items):
-    for item in items:
+def pytest_collection_finish(session):
+    """After every deselection (``-k``, ``-m``): only the tests that will run count."""
+    for item in session.items:
         params = getattr(getattr(item, "callspec", None), "params", {})
         if "other_seed_results" in getattr(item, "fixturenames", ()) and "name" in params:
             SELECTED_FOR_OTHER_SEEDS.add(params["name"])
