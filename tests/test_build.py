@@ -134,8 +134,7 @@ def test_glossary_terms_are_marked_on_every_page(built_site):
         # an interactive figure's title, legend and frame descriptions are data written by its
         # snippet (raw HTML, which the abbr extension does not mark); the prose around it is checked
         article = re.sub(r'<figure class="gp-interactive".*?</figure>', " ", article, flags=re.S)
-        prose = re.sub(r"<(code|pre|script|abbr)\b.*?</\1>|<[^>]+>", " ", article, flags=re.S)
-        prose = re.sub(r"\\\(.*?\\\)|\\\[.*?\\\]", " ", prose, flags=re.S)  # TeX, typeset later
+        prose = re.sub(r"<(code|pre|script|abbr|math)\b.*?</\1>|<[^>]+>", " ", article, flags=re.S)
         unmarked = [t for t in terms if re.search(rf"(?<![\w-]){re.escape(t)}(?![\w-])", prose)]
         assert not unmarked, f"{page.relative_to(built_site)}: glossary terms not marked: {unmarked}"
         checked += "<abbr" in article
