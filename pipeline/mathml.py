@@ -57,6 +57,7 @@ ITALIC = {
     **{chr(c): chr(0x1D6FC + c - 0x3B1) for c in range(0x3B1, 0x3CA)},
 }
 CODEPOINTS: dict[str, set[int]] = {}  # page -> characters its math shows; the font is cut to their union
+PAGES: set[str] = set()  # the pages of the current build
 
 
 class MathError(ValueError):
@@ -187,8 +188,31 @@ def font_subset(codepoints: set[int]) -> Path:
     return target
 
 
+def on_files(files, config):
+    PAGES.clear()
+    PAGES.update(file.src_uri for file in files.documentation_pages())
+    return files
+
+
+def page_codepoints() -> dict[str, set[int]]:
+    """This build's pages' characters: the ones rendered now, the others as last rendered (a
+    dirty build, `mkdocs serve` or `--dirty`, renders only the edited pages, and the font must
+    still carry the characters of the others); kept in CACHE/codepoints.json."""
+    shown = CACHE / "codepoints.json"
+    try:
+        known = {page: set(chars) for page, chars in json.loads(shown.read_text("utf-8")).items()}
+    except (OSError, ValueError):
+        known = {}
+    known.update(CODEPOINTS)
+    known = {page: chars for page, chars in known.items() if page in PAGES or page in CODEPOINTS}
+    CACHE.mkdir(parents=True, exist_ok=True)
+    shown.write_text(json.dumps({page: sorted(chars) for page, chars in sorted(known.items())}), "utf-8")
+    return known
+
+
 def on_post_build(config):
-    used = set().union(*CODEPOINTS.values()) if CODEPOINTS else set()
+    known = page_codepoints()
+    used = set().union(*known.values()) if known else set()
     target = Path(config.site_dir) / FONT_URI
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(font_subset(used), target)

@@ -76,3 +76,30 @@ def test_font_subset_is_a_renamed_math_font_with_the_glyphs_asked_for(tmp_path, 
     assert wanted <= set(font.getBestCmap())
     assert font["name"].getDebugName(1) == mathml.FONT_FAMILY
     assert "STIX Fonts Project" in font["name"].getDebugName(0)  # the copyright notice is kept
+
+
+def test_a_dirty_build_keeps_the_characters_of_pages_it_did_not_render(tmp_path, monkeypatch):
+    """Under `mkdocs serve` only the edited page is rendered again: the font subset must still
+    carry the other pages' characters (it is cut to the union of every page's)."""
+    monkeypatch.setattr(mathml, "CACHE", tmp_path)
+    monkeypatch.setattr(mathml, "CODEPOINTS", {})
+    files = SimpleNamespace(
+        documentation_pages=lambda: [SimpleNamespace(src_uri=u) for u in ("a.md", "b.md")]
+    )
+    mathml.on_files(files, None)
+    mathml.on_page_content('<span class="arithmatex">\\(\\alpha\\)</span>', page("a.md"), None, None)
+    mathml.on_page_content('<span class="arithmatex">\\(\\beta\\)</span>', page("b.md"), None, None)
+    clean = set().union(*mathml.page_codepoints().values())
+    assert ord("\u03b1") in clean and ord("\u03b2") in clean
+
+    mathml.CODEPOINTS.clear()  # the dirty build: only b.md is rendered, and its alpha became gamma
+    mathml.on_files(files, None)
+    mathml.on_page_content('<span class="arithmatex">\\(\\gamma\\)</span>', page("b.md"), None, None)
+    dirty = mathml.page_codepoints()
+    assert ord("\u03b1") in dirty["a.md"]  # kept from the last time a.md was rendered
+    assert ord("\u03b3") in dirty["b.md"] and ord("\u03b2") not in dirty["b.md"]
+
+    gone = SimpleNamespace(documentation_pages=lambda: [SimpleNamespace(src_uri="b.md")])
+    mathml.CODEPOINTS.clear()  # a.md deleted: its characters leave the font
+    mathml.on_files(gone, None)
+    assert set(mathml.page_codepoints()) == {"b.md"}
