@@ -1,4 +1,4 @@
-"""The browser suite three times while two busy processes keep both cores loaded.
+"""The browser suite (both test_browser files) three times while two busy processes load both cores.
 
 ``make bench-flaky`` (or ``.venv/bin/python benchmarks/browser_under_load.py [RUNS]``). A test
 that waits on a fixed delay instead of an event passes on an idle machine and fails here; every
@@ -29,7 +29,16 @@ def main(runs: int) -> int:
         for run in range(1, runs + 1):
             start = time.perf_counter()
             done = subprocess.run(
-                [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_browser.py"],
+                [
+                    sys.executable,
+                    "-m",
+                    "pytest",
+                    "-q",
+                    "-p",
+                    "no:cacheprovider",
+                    "tests/test_browser.py",
+                    "tests/test_browser_interactive.py",
+                ],
                 cwd=ROOT,
                 capture_output=True,
                 text=True,
