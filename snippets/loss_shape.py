@@ -39,7 +39,7 @@ for key, value, about in [
     ("points", args.points, "data points"), ("outliers", args.outliers, "gross outliers"),
     ("outlier_fraction", args.outliers / args.points, "outliers as a fraction of the points"),
     ("offset", args.offset, "outliers' shift in y"),
-    ("delta", args.delta, "Huber threshold"),
+    ("delta", args.delta, "Huber threshold"), ("logit", args.logit, "logit where the gradients are quoted"),
     ("true_slope", true_slope, "slope of the true line"), ("true_intercept", true_intercept, "its intercept"),
     ("first_seed", SEEDS[0], "seed of the regression figure"),
     ("lr", args.lr, "the pitfall's learning rate"),
@@ -147,7 +147,7 @@ at_logit = np.array([args.logit])
 for key, loss in LOGIT_LOSSES.items():
     (gradient,) = engine.grad(lambda p, loss=loss: ops.sum(loss(p[0], 1.0)), [at_logit])
     results.number(f"logit_grad_{key}", gradient.item(), f"dL/dz at z = {args.logit:g}, label 1", rtol=1e-9)
-results.number("logit", args.logit, "logit where the gradients are quoted")
+results.number("logit_grad_squared_predicted", -2 * np.exp(args.logit), "-2 e^z, for z << 0", rtol=1e-9)
 
 # %% [markdown]
 # ## Is it backprop?
