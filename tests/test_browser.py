@@ -170,8 +170,8 @@ def test_page_weight(visits, server):
     """Bytes the browser transfers for each page (gzip, as the host serves it), measured twice:
     on a first visit with nothing cached, and on a next visit, when the files every page shares
     (the math font, the search index, Material's bundle, the notebook CSS) are in the browser's cache.
-    Sizes, not timings, so they are asserted: no first visit over 1.5 MB and the median first
-    visit under ``MEDIAN_LIMIT_BYTES``. The next visits are printed, not asserted."""
+    Sizes, not timings, so they are asserted: no first visit over ``PAGE_LIMIT_BYTES`` and the
+    median first visit under ``MEDIAN_LIMIT_BYTES``. The next visits are printed, not asserted."""
     rows = [(name(v.url, server), v.requests, v.bytes, v.next_bytes) for v in visits]
     table = checks.weight_table(rows, warm=True)
     ARTIFACTS.mkdir(exist_ok=True)
