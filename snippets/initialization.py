@@ -37,7 +37,7 @@ ZERO_SV = 1e-10  # a singular value below this times the largest counts as numer
 SYM_VALUE, SYM_LR = 0.3, 0.1  # the equal start's weights and its gradient-descent step
 settings = dict(depth=depth, width=width, batch=batch, naive_std=args.naive_std, large_std=args.large_std)
 settings |= dict(sym_width=args.sym_width, sym_steps=args.sym_steps, sym_value=SYM_VALUE, sym_lr=SYM_LR)
-settings |= dict(saturated_slope=SATURATED_SLOPE, zero_sv=ZERO_SV)
+settings |= dict(saturated_slope=SATURATED_SLOPE, zero_sv=ZERO_SV, he_std=float(np.sqrt(2 / width)))
 for key, value in settings.items():  # quoted by the chapter
     results.number(key, value, f"setting: {key}")
 
@@ -91,7 +91,9 @@ results.figure(fig, "jacobian_spectrum", alt=alt)
 
 # %%
 stds = sorted({0.01, 0.02, 0.04, 0.06, 0.07, 0.08, 0.09, 0.1, 0.12, 0.15, 0.2, args.naive_std})
-sweep = [measure("relu", std, SEEDS[0]) for std in stds]
+sweep = [measure("relu", std, SEEDS[0]) for std in stds]  # ReLU, no bias: each factor is exactly c σ²
+crossing = max(stds[-1] / np.sqrt(sweep[-1][d]) for d in ("forward", "backward"))  # factor (σ / crossing)²
+results.number("sweep_crossing", crossing, f"σ where both factors reach 1, seed {SEEDS[0]}", rtol=1e-6)
 command = f"python snippets/initialization.py --naive-std {{value}} --seed {args.seed}"
 results.frames(
     "scale_sweep", default=args.naive_std, **init_figures.signal_frames(stds, sweep, width, command)
@@ -113,8 +115,7 @@ for i, values in last.items():
 
 # %%
 slope_sq = [np.exp(np.mean([np.log(np.mean(s**2)) for s in r["slopes"][1:]])) for r in runs["tanh", "large"]]
-large_tanh = width * args.large_std**2 * np.array(slope_sq)
-small_tanh = width * args.naive_std**2
+large_tanh, small_tanh = width * args.large_std**2 * np.array(slope_sq), width * args.naive_std**2
 predictions = {("relu", "he"): 1.0, ("tanh", "small"): small_tanh, ("tanh", "large"): large_tanh}
 off = {}
 for (act, init), predicted in predictions.items():
