@@ -257,7 +257,20 @@ def substitute(markdown: str, results: dict, page: str) -> str:
         except (ValueError, TypeError) as error:
             raise MacroError(f"{where}: bad format spec {spec!r}: {error}") from None
 
-    return MACRO.sub(replace, markdown).replace("\\{{", "{{")
+    def replace_in_place(match: re.Match) -> str:
+        text = replace(match)
+        # a number that starts a line and is followed by ". " or ") " would start an ordered list
+        # ("{{ s.batch }}. Then" -> "32. Then"): escape the delimiter, as Markdown allows
+        line_start = markdown.rfind("\n", 0, match.start()) + 1
+        if (
+            not markdown[line_start : match.start()].strip()
+            and re.fullmatch(r"\d{1,9}", text)
+            and re.match(r"[.)](\s|$)", markdown[match.end() :])
+        ):
+            return text + "\\"
+        return text
+
+    return MACRO.sub(replace_in_place, markdown).replace("\\{{", "{{")
 
 
 def quoted_keys(markdown: str) -> set[tuple[str, str]]:

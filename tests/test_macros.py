@@ -49,6 +49,25 @@ def test_numbers_are_formatted(source, expected):
     assert macros.substitute(source, RESULTS, "page.md") == expected
 
 
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("{{ demo.count }}. Then", "1234567\\. Then"),  # at a line's start: not an ordered list
+        ("text\n    {{ demo.count }}) more", "text\n    1234567\\) more"),
+        ("{{ demo.count }}.", "1234567\\."),
+        ("a {{ demo.count }}. Then", "a 1234567. Then"),  # inside a line nothing changes
+        ("{{ demo.count }}.5", "1234567.5"),
+        ("{{ demo.share:.2f }}. Then", "0.43. Then"),  # not a list marker: "0." then a digit
+    ],
+)
+def test_a_number_at_a_lines_start_does_not_start_a_list(source, expected):
+    import markdown
+
+    out = macros.substitute(source, RESULTS, "page.md")
+    assert out == expected
+    assert "<ol>" not in markdown.markdown(out)
+
+
 def test_figure_has_both_palettes_alt_text_and_a_link_to_its_snippet():
     markdown = macros.substitute("{{ figure demo.curve }}", RESULTS, "part/page.md")
     assert "![A falling curve.](../figures/demo/curve.svg#only-light)" in markdown
