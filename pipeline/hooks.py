@@ -73,26 +73,32 @@ def _chapter_order(config, names) -> list[str]:
     return order + sorted(set(names) - set(order))
 
 
+def _run_snippets(config) -> None:
+    """Every snippet's site run and the runs the exercises' answers quote, or their cached results."""
+    RESULTS.clear()
+    RESULTS.update(runner.run_all())
+    # the runs the exercises' answers quote, `{{ name(--lr 0.05).key }}`: one pool, all of a
+    # snippet's runs in one process (cached like the rest)
+    runs = set()
+    for page in Path(config.docs_dir).rglob("*.md"):
+        runs |= macros.argument_runs(page.read_text(encoding="utf-8"))
+    requests = [(runner.snippet_path(n), a) for n, a in sorted(runs) if runner.snippet_path(n).exists()]
+    outcomes = runner.run_many(requests)
+    failures = [str(o) for o in outcomes.values() if isinstance(o, runner.SnippetError)]
+    if failures:
+        raise runner.SnippetError(f"{len(failures)} run(s) failed:\n\n" + "\n\n".join(failures))
+    ANSWERS.clear()
+    ANSWERS.update({run: outcomes[run] for run in runs if run in outcomes})
+
+
 def on_config(config):
     if logging.getLogger("mkdocs").getEffectiveLevel() > logging.DEBUG:  # unless `mkdocs -v`
         logging.getLogger("mkdocs.plugins.mkdocs_jupyter").setLevel(logging.WARNING)  # "Copied ..."
         logging.getLogger("mkdocs.mkdocs-jupyter").setLevel(logging.WARNING)  # "Converting notebook ..."
     notebook_pages.STYLESHEETS.clear()  # left over if the previous build under `serve` failed
     try:
-        RESULTS.clear()
-        RESULTS.update(runner.run_all())
-        # the runs the exercises' answers quote, `{{ name(--lr 0.05).key }}`: one pool, all of a
-        # snippet's runs in one process (cached like the rest)
-        runs = set()
-        for page in Path(config.docs_dir).rglob("*.md"):
-            runs |= macros.argument_runs(page.read_text(encoding="utf-8"))
-        requests = [(runner.snippet_path(n), a) for n, a in sorted(runs) if runner.snippet_path(n).exists()]
-        outcomes = runner.run_many(requests)
-        failures = [str(o) for o in outcomes.values() if isinstance(o, runner.SnippetError)]
-        if failures:
-            raise runner.SnippetError(f"{len(failures)} run(s) failed:\n\n" + "\n\n".join(failures))
-        ANSWERS.clear()
-        ANSWERS.update({run: outcomes[run] for run in runs if run in outcomes})
+        with runner.files_unchanged():  # the snippets' keys hash each file once
+            _run_snippets(config)
     except runner.SnippetError as error:
         raise PluginError(f"a snippet failed, so nothing is published:\n{error}") from None
     notebooks = [

@@ -1,5 +1,7 @@
 """pipeline/runner.py: caching by content hash, failures that name file and line, no stale results."""
 
+from pathlib import Path
+
 import pytest
 
 from pipeline import runner
@@ -43,6 +45,20 @@ def test_a_result_is_cached_until_the_snippet_changes(tmp_path):
     changed = runner.run_one(path, cache=tmp_path / "cache")
     assert not changed.cached and changed.numbers == {"answer": 43}
     assert not first.folder.exists(), "the stale result must be removed"
+
+
+def test_files_are_hashed_once_inside_a_build_and_again_after_it(tmp_path, monkeypatch):
+    path = tmp_path / "tiny.py"
+    path.write_text(OK.format(value=1))
+    reads = []
+    real = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda self: reads.append(self) or real(self))
+    with runner.files_unchanged():
+        first = runner.cache_key(path)
+        assert runner.cache_key(path) == first
+        assert reads.count(path) == 1, "inside one build a file is read once"
+    path.write_text(OK.format(value=2))  # same size, maybe the same timestamp: read again anyway
+    assert runner.cache_key(path) != first
 
 
 def test_the_key_covers_library_and_requirements(tmp_path, monkeypatch):
