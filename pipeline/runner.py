@@ -13,6 +13,7 @@ writes into a temporary folder that is renamed into place only when the run succ
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -56,7 +57,7 @@ class Result:
     def notebook(self) -> Path:
         return self.folder / f"{self.name}.ipynb"
 
-    @property
+    @functools.cached_property  # a published result's folder never changes: read it once
     def document(self) -> dict:
         return json.loads((self.folder / "numbers.json").read_text(encoding="utf-8"))
 
