@@ -48,6 +48,13 @@ REWRITES = [
     (re.compile(r"\\[lr]vert(?![A-Za-z])"), "|"),
 ]
 
+# a sign right after an operator, a relation, a comma or an opening bracket is unary, as TeX
+# reads it: the browser spaces an <mo> by its form, so (-1, 1) would otherwise read "( - 1, 1)"
+CLOSING = r"&#x00029;|\)|\]|&#x0005D;|\}|&#x0007D;|\||&#x0007C;|&#x02016;|\u2016|!"
+UNARY = re.compile(
+    r"(<mo(?: [^>]*)?>(?!(?:" + CLOSING + r")</mo>)[^<]*</mo>)<mo>(?=(?:&#x02212;|&#x0002B;|[-+\u2212])</mo>)"
+)
+
 # single letters in <mi> are shown in the font's mathematical italic (MathML's math-auto)
 ITALIC = {
     **{chr(c): chr(0x1D434 + c - ord("A")) for c in range(ord("A"), ord("Z") + 1)},
@@ -77,6 +84,7 @@ def to_mathml(tex: str, display: bool) -> str:
     unknown = UNKNOWN.search(mathml)
     if unknown:
         raise MathError(f"unknown TeX command {unknown.group(1)} in ${tex}$")
+    mathml = UNARY.sub(r'\1<mo form="prefix">', mathml)
     return mathml.replace(' xmlns="http://www.w3.org/1998/Math/MathML"', "", 1)
 
 

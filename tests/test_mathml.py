@@ -103,3 +103,14 @@ def test_a_dirty_build_keeps_the_characters_of_pages_it_did_not_render(tmp_path,
     mathml.CODEPOINTS.clear()  # a.md deleted: its characters leave the font
     mathml.on_files(gone, None)
     assert set(mathml.page_codepoints()) == {"b.md"}
+
+
+def test_a_sign_after_an_operator_or_an_opening_bracket_is_unary():
+    """TeX reads the minus in (-1, 1) and x = -2 as a sign; MathML spaces an <mo> by its form, so
+    it must say prefix, or the browser shows "( - 1, 1)". After a closing bracket it stays binary."""
+    assert '<mo stretchy="false">&#x00028;</mo><mo form="prefix">&#x02212;</mo>' in mathml.to_mathml(
+        "(-1, 1)", False
+    )
+    assert '<mo>&#x0003D;</mo><mo form="prefix">&#x02212;</mo>' in mathml.to_mathml("x = -2", False)
+    assert 'form="prefix"' not in mathml.to_mathml("f(x) - 1", False)
+    assert 'form="prefix"' not in mathml.to_mathml("a - b", False)
