@@ -307,7 +307,7 @@ class Recorder:
             pass  # a page whose search is not loaded counts what it fetched; nothing to check
 
 
-def wait_for_math(page, expected_math: bool, timeout_ms: int = 4000) -> int:
+def wait_for_math(page) -> int:
     """Wait until the fonts the page uses are loaded (an event: document.fonts.ready); returns
     the number of formulas laid out, <math> elements with a box."""
     page.evaluate("() => document.fonts.ready.then(() => true)")
@@ -372,8 +372,8 @@ def check_images(page, visit: Visit, expected: Expectation) -> None:
             visit.add("notebook", f"shows {shown} output figures, the notebook has {expected.figures}")
 
 
-def check_math(page, visit: Visit, expected: Expectation, timeout_ms: int = 4000) -> None:
-    visit.math = wait_for_math(page, expected.math, timeout_ms)
+def check_math(page, visit: Visit, expected: Expectation) -> None:
+    visit.math = wait_for_math(page)
     if expected.math and visit.math == 0:
         visit.add("math", "the source has math but the page shows no typeset math (MathML)")
     raw = sorted(set(RAW_MATH.findall(page.evaluate(PROSE_JS))))
@@ -437,7 +437,7 @@ def check_phone_width(page, visit: Visit) -> None:
             page.set_viewport_size(size)
 
 
-def visit(page, recorder: Recorder, url: str, expected: Expectation, axe=None, math_timeout_ms=4000) -> Visit:
+def visit(page, recorder: Recorder, url: str, expected: Expectation, axe=None) -> Visit:
     """Load ``url`` and check it; every problem is collected, none raised."""
     result = Visit(url)
     recorder.reset()
@@ -449,7 +449,7 @@ def visit(page, recorder: Recorder, url: str, expected: Expectation, axe=None, m
     except Exception as error:
         result.add("requests", f"the page did not load: {error}")
         return result
-    check_math(page, result, expected, math_timeout_ms)
+    check_math(page, result, expected)
     if axe is not None:  # before scrolling: the header's title fades while the page moves
         for problem in axe_violations(page, axe):
             result.add("accessibility", problem)
@@ -477,7 +477,7 @@ def warm_up(page, pages: dict[str, Expectation]) -> None:
     urls += [next((url for url, e in pages.items() if e.notebook), urls[0])]
     for url in dict.fromkeys(urls):
         page.goto(f"{url}?warm-up", wait_until="networkidle")
-        wait_for_math(page, pages[url].math, timeout_ms=4000)
+        wait_for_math(page)
 
 
 def next_visit_bytes(page, recorder: Recorder, url: str, expected: Expectation) -> int:
@@ -485,7 +485,7 @@ def next_visit_bytes(page, recorder: Recorder, url: str, expected: Expectation) 
     served with max-age, as the host does): a reader who arrives from another page."""
     recorder.reset()
     page.goto(url, wait_until="load")
-    wait_for_math(page, expected.math, timeout_ms=1500)
+    wait_for_math(page)
     page.evaluate(SCROLL_JS)
     recorder.settle()
     return recorder.bytes

@@ -274,7 +274,7 @@ def test_search_finds_every_chapter_by_a_word_from_its_body(browser, server, sit
 def rendered(page, expect_math: bool) -> list[str]:
     """What is wrong with the math and figures the page shows right now."""
     problems = []
-    if expect_math and checks.wait_for_math(page, True) == 0:
+    if expect_math and checks.wait_for_math(page) == 0:
         problems.append("no typeset math")
     raw = checks.RAW_MATH.findall(page.evaluate(checks.PROSE_JS))
     if raw:
@@ -306,7 +306,7 @@ def test_instant_navigation_keeps_math_and_figures(browser, server, site_pages, 
     )
     try:
         page.goto(source)
-        checks.wait_for_math(page, site_pages[source].math)
+        checks.wait_for_math(page)
         page.evaluate("() => { window.__sameDocument = true; }")  # gone if the page reloads
         link = page.locator(selector).first
         link.scroll_into_view_if_needed()
@@ -354,7 +354,7 @@ def test_screenshots_light_and_dark(browser, server, site_pages, chapter):
                 assert checks.switch_to_dark(page)
             for label, url in (("start", server), ("chapter", chapter)):
                 page.goto(url)
-                checks.wait_for_math(page, site_pages[url].math)
+                checks.wait_for_math(page)
                 page.wait_for_load_state("networkidle")
                 path = folder / f"{label}-{scheme}.png"
                 page.screenshot(path=path, full_page=True)
@@ -412,7 +412,7 @@ def visit_small(browser, base, url, expected):
     page = context.new_page()
     recorder = checks.Recorder(page, origin(base))
     try:
-        return checks.visit(page, recorder, url, expected, Axe(), math_timeout_ms=500)
+        return checks.visit(page, recorder, url, expected, Axe())
     finally:
         context.close()
 
