@@ -74,20 +74,21 @@ def _chapter_order(config, names) -> list[str]:
 
 
 def _run_snippets(config) -> None:
-    """Every snippet's site run and the runs the exercises' answers quote, or their cached results."""
+    """Every snippet's site run and the runs the exercises' answers quote
+    (``{{ name(--lr 0.05).key }}``), in one pool across the cores, or their cached results."""
     RESULTS.clear()
-    RESULTS.update(runner.run_all())
-    # the runs the exercises' answers quote, `{{ name(--lr 0.05).key }}`: one pool, all of a
-    # snippet's runs in one process (cached like the rest)
+    ANSWERS.clear()
     runs = set()
     for page in Path(config.docs_dir).rglob("*.md"):
         runs |= macros.argument_runs(page.read_text(encoding="utf-8"))
-    requests = [(runner.snippet_path(n), a) for n, a in sorted(runs) if runner.snippet_path(n).exists()]
+    paths = runner.snippet_paths()
+    requests = [(path, ()) for path in paths]
+    requests += [(runner.snippet_path(n), a) for n, a in sorted(runs) if runner.snippet_path(n).exists()]
     outcomes = runner.run_many(requests)
     failures = [str(o) for o in outcomes.values() if isinstance(o, runner.SnippetError)]
     if failures:
         raise runner.SnippetError(f"{len(failures)} run(s) failed:\n\n" + "\n\n".join(failures))
-    ANSWERS.clear()
+    RESULTS.update({path.stem: outcomes[(path.stem, ())] for path in paths})
     ANSWERS.update({run: outcomes[run] for run in runs if run in outcomes})
 
 

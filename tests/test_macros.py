@@ -104,13 +104,16 @@ def test_the_hook_turns_a_macro_error_into_a_build_failure(monkeypatch):
         hooks.on_page_markdown("{{ demo.absent }}", page, None, None)
 
 
-def test_the_hook_turns_a_failing_snippet_into_a_build_failure(monkeypatch):
-    def fail():
-        raise hooks.runner.SnippetError("snippets/x.py:7: ValueError: bad")
+def test_the_hook_turns_a_failing_snippet_into_a_build_failure(monkeypatch, tmp_path):
+    def run_many(requests):  # every run fails as a failing snippet does: its error in its place
+        return {
+            (path.stem, args): hooks.runner.SnippetError("snippets/x.py:7: ValueError: bad")
+            for path, args in requests
+        }
 
-    monkeypatch.setattr(hooks.runner, "run_all", fail)
+    monkeypatch.setattr(hooks.runner, "run_many", run_many)
     with pytest.raises(PluginError, match=r"snippets/x.py:7: ValueError: bad"):
-        hooks.on_config(SimpleNamespace(nav=[]))
+        hooks.on_config(SimpleNamespace(nav=[], docs_dir=str(tmp_path)))
 
 
 def test_an_unknown_key_suggests_the_closest_ones():

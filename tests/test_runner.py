@@ -170,28 +170,42 @@ def test_one_broken_snippet_fails_only_the_tests_that_ask_for_it(tmp_path):
 PID = '''"""A snippet that records its process."""
 
 # %% [markdown]
-# Records the process id and the seed.
+# Records which server ran it, whether the libraries were loaded before it started, and whether
+# an earlier run left anything behind.
 
 # %%
 import os
+import sys
+
+warm = "matplotlib.pyplot" in sys.modules and "IPython" in sys.modules
+leftover = hasattr(sys, "gradlab_test_mark")
+sys.gradlab_test_mark = True
 
 from gradlab import snippet
 
 args, results = snippet.parse(snippet.parser())
-results.number("pid", os.getpid(), "the process")
+results.number("server", os.getppid(), "the process that forked this run")
+results.number("warm", int(warm), "matplotlib and IPython were imported before the run")
+results.number("leftover", int(leftover), "an earlier run's mark was seen")
 results.number("seed", args.seed, "the seed")
 results.save()
 '''
 
 
-def test_runs_with_arguments_share_one_process_and_are_cached_apart(tmp_path):
-    """Other seeds run as scripts, all of a snippet's in one process (imports paid once), each
-    with its own arguments and its own cached result; a broken one names file and line."""
+def test_runs_come_warm_from_one_server_start_clean_and_are_cached_apart(tmp_path):
+    """Runs fork from one warm server (the libraries imported once, before any run), each starts
+    from the server's state, not the previous run's, with its own arguments and its own cached
+    result; a broken one names file and line."""
     path = tmp_path / "pid.py"
     path.write_text(PID)
-    one, two = runner.run_scripts(path, [("--seed", "1"), ("--seed", "2")], cache=tmp_path / "cache")
+    site, one, two = (
+        runner.run_one(path, cache=tmp_path / "cache"),
+        *runner.run_scripts(path, [("--seed", "1"), ("--seed", "2")], cache=tmp_path / "cache"),
+    )
     assert one.numbers["seed"] == 1 and two.numbers["seed"] == 2
-    assert one.numbers["pid"] == two.numbers["pid"], "both seeds ran in one process"
+    assert one.numbers["server"] == two.numbers["server"] != site.numbers["server"]
+    assert [r.numbers["warm"] for r in (site, one, two)] == [1, 1, 1], "imports paid by the server"
+    assert [r.numbers["leftover"] for r in (site, one, two)] == [0, 0, 0], "every run starts afresh"
     assert one.folder != two.folder and not one.cached
     assert all(
         r.cached for r in runner.run_scripts(path, [("--seed", "1"), ("--seed", "2")], tmp_path / "cache")
@@ -202,6 +216,87 @@ def test_runs_with_arguments_share_one_process_and_are_cached_apart(tmp_path):
     line = BOOM.splitlines().index('raise RuntimeError("boom on purpose")') + 1
     assert isinstance(failed, runner.SnippetError)
     assert str(failed).startswith(f"{path}:{line}: RuntimeError: boom on purpose")
+
+
+OUTPUTS = '''"""A snippet with every kind of output."""
+
+# %%
+import matplotlib.pyplot as plt
+
+from gradlab import snippet
+
+args, results = snippet.parse(snippet.parser())
+
+# %%
+print("first line")
+print("second line")
+6 * 7
+
+# %%
+figure, axes = plt.subplots(figsize=(2, 1))
+axes.plot([0, 1], [1, 0])
+results.number("one", 1, "one")
+results.save()
+'''
+
+
+def test_a_notebook_keeps_its_outputs_as_a_kernel_gives_them(tmp_path):
+    """Printed lines in one stream output, a cell's last value as its result, a figure shown
+    inline as a PNG, execution counts; the page reads its outputs from this notebook."""
+    import nbformat
+
+    path = tmp_path / "outputs.py"
+    path.write_text(OUTPUTS)
+    result = runner.run_one(path, cache=tmp_path / "cache")
+    cells = [c for c in nbformat.read(result.notebook, as_version=4).cells if c.cell_type == "code"]
+    assert [c.execution_count for c in cells] == [1, 2, 3]
+    printed, value = cells[1].outputs
+    assert printed.output_type == "stream" and printed.text == "first line\nsecond line\n"
+    assert value.output_type == "execute_result" and value.data == {"text/plain": "42"}
+    kinds = [o.output_type for o in cells[2].outputs]
+    assert kinds == ["stream", "display_data"], kinds  # save()'s table, then the figure
+    assert cells[2].outputs[1].data["image/png"] and "<Figure size" in cells[2].outputs[1].data["text/plain"]
+
+
+DIES = '''"""A snippet whose process dies."""
+
+# %%
+import os
+
+os._exit(3)
+'''
+
+
+def test_a_run_whose_process_dies_names_the_cell(tmp_path):
+    path = tmp_path / "dies.py"
+    path.write_text(DIES)
+    with pytest.raises(runner.SnippetError) as failure:
+        runner.run_one(path, cache=tmp_path / "cache")
+    line = DIES.splitlines().index("import os") + 1
+    assert str(failure.value) == f"{path}:{line}: the run ended without a result (the process died)"
+
+
+DEAF = '''"""A snippet that ignores its alarm."""
+
+# timeout: 1
+
+# %%
+import signal
+
+signal.signal(signal.SIGALRM, signal.SIG_IGN)
+while True:
+    pass
+'''
+
+
+def test_a_run_that_ignores_its_alarm_is_killed(tmp_path, monkeypatch):
+    monkeypatch.setenv("GRADLAB_GRACE_SECONDS", "1")  # read by the server: 30 s otherwise
+    path = tmp_path / "deaf.py"
+    path.write_text(DEAF)
+    with pytest.raises(runner.SnippetError) as failure:
+        runner.run_one(path, cache=tmp_path / "cache")
+    line = DEAF.splitlines().index("import signal") + 1
+    assert str(failure.value) == f"{path}:{line}: ran past 1 s and did not stop"
 
 
 def test_a_script_run_past_its_limit_names_the_line(tmp_path):
