@@ -45,9 +45,10 @@ lint: $(VENV)/.dev  ## ruff: format in place, then lint (fixing what it can); li
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-bench: $(VENV)/.dev  ## timings in a fresh clone of HEAD: build, rebuild, serve edit, make check, snippets, make test warm and cold [QUICK=1: no make test]
+bench: $(VENV)/.dev  ## timings in a fresh clone of HEAD: build, rebuild, serve edit, make check, snippets, make test warm and cold [QUICK=1: no make test]; page weight, first and next visits
 	$(BIN)/python benchmarks/words.py
 	$(BIN)/python benchmarks/build.py $(if $(QUICK),--quick)
+	$(BIN)/python benchmarks/page_weight.py
 
 bench-flaky: $(VENV)/.dev  ## the browser suite 3 times with both cores loaded: every run must pass
 	$(BIN)/python benchmarks/browser_under_load.py 3

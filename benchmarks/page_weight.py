@@ -5,7 +5,7 @@ builds the site into a temporary folder first. Serves the site like its host doe
 the path of ``site_url``; see ``tests/browser_checks.py``), visits every page in headless
 Chromium and prints, per page, the bytes transferred on a first visit (nothing cached) and on a
 next visit (the files every page shares already cached). ``tests/test_browser.py`` asserts the
-targets: no first visit over 1.5 MB, median first visit under 400 kB.
+targets on the first visits (``PAGE_LIMIT_BYTES``, ``MEDIAN_LIMIT_BYTES`` in browser_checks.py).
 """
 
 import argparse

@@ -231,7 +231,6 @@ class Visit:
     url: str
     problems: dict = field(default_factory=dict)  # check name -> [problem, ...]
     bytes: int = 0  # transferred over the network on a first visit: headers, (gzipped) bodies
-    next_bytes: int = 0  # transferred when the site's shared files are in the browser's cache
     seconds: float = 0.0  # to load and check the page
     requests: int = 0
     math: int = 0  # formulas laid out (<math> elements with a box)
@@ -339,6 +338,8 @@ def short(url: str) -> str:
 # Figures load lazily; the other palette's copy (display: none) never would. Scrolling through
 # the page loads what a reader sees; EAGER_JS then loads the rest, so every image is checked.
 SCROLL_JS = """async () => {
+  // only lazy images and interactive figures (their frames) load as a reader scrolls to them
+  if (!document.querySelector('img[loading="lazy"], figure.gp-interactive[data-src]')) return;
   for (let y = 0; y < document.body.scrollHeight; y += window.innerHeight) {
     window.scrollTo(0, y);
     await new Promise(resolve => requestAnimationFrame(() => requestAnimationFrame(resolve)));
@@ -383,9 +384,14 @@ def check_math(page, visit: Visit, expected: Expectation) -> None:
         visit.add("math", f"the math is not shown in its font ({MATH_FONT} did not load)")
 
 
-def axe_violations(page, axe) -> list[str]:
-    """Serious and critical axe-core violations, one line per rule and element."""
-    results = axe.run(page)
+AXE_OPTIONS = {"resultTypes": ["violations"]}  # every rule runs; only violations list every node
+
+
+def axe_violations(page, axe, context=None) -> list[str]:
+    """Serious and critical axe-core violations, one line per rule and element. axe-core runs
+    every rule it runs by default; ``resultTypes`` only spares it listing each passing node
+    (on a notebook page, ~4,000 elements: 3.5 s -> 1.4 s)."""
+    results = axe.run(page, context=context, options=AXE_OPTIONS)
     found = []
     for violation in results.response["violations"]:
         if violation.get("impact") not in AXE_IMPACTS:

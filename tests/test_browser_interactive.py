@@ -125,15 +125,6 @@ def move(page, ident: str) -> list[str]:
     return problems
 
 
-def figure_axe(page, axe, ident: str) -> list[str]:
-    results = axe.run(page, context=f"#{ident}")
-    return [
-        f"{v['id']} ({v['impact']}): {v['help']}"
-        for v in results.response["violations"]
-        if v.get("impact") in checks.AXE_IMPACTS
-    ]
-
-
 def check_pages(browser, server, figures, color_scheme, viewport) -> list[str]:
     from axe_playwright_python.sync_playwright import Axe
 
@@ -148,7 +139,8 @@ def check_pages(browser, server, figures, color_scheme, viewport) -> list[str]:
             for ident in ids:
                 ready(page, ident)
                 problems += [f"{url}#{ident}: {p}" for p in move(page, ident)]
-                problems += [f"{url}#{ident}: axe: {p}" for p in figure_axe(page, axe, ident)]
+                found = checks.axe_violations(page, axe, f"#{ident}")
+                problems += [f"{url}#{ident}: axe: {p}" for p in found]
             if viewport["width"] <= checks.PHONE["width"]:
                 problems += [
                     f"{url}: wider than the phone: {p}" for p in page.evaluate(checks.WIDER_THAN_VIEWPORT_JS)

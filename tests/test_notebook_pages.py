@@ -87,3 +87,19 @@ def test_the_runner_tags_the_argument_cell_as_setup(tmp_path):
     )
     tagged = [c.metadata.get("tags", []) for c in runner.to_notebook(path).cells if c.cell_type == "code"]
     assert tagged == [["setup"], []]
+
+
+def test_token_spans_without_a_style_go_and_neighbours_of_one_class_join():
+    css = ".highlight-ipynb .p{color:red}\n.highlight-ipynb .k{color:blue}"
+    code = (
+        '<div tabindex="0" class="highlight-ipynb hl-python"><pre><span></span>'
+        '<span class="k">for</span> <span class="n">x</span> <span class="ow">in</span> '
+        '<span class="n">xs</span><span class="p">)</span><span class="p">)</span>'
+        '<span class="p">:</span></pre></div>'
+    )
+    outside = '<p><span class="n">kept</span></p>'
+    out = notebook_pages.simplify_tokens(outside + code, css)
+    assert out == outside + (
+        '<div tabindex="0" class="highlight-ipynb hl-python"><pre><span></span>'
+        '<span class="k">for</span> x in xs<span class="p">)):</span></pre></div>'
+    )
