@@ -6,10 +6,11 @@ themselves happen in warm server processes, one per core (``pipeline/executor.py
 
 A snippet's result lives in ``.cache/snippets/NAME/KEY/``: the executed notebook, its
 ``numbers.json`` and its figures. ``KEY`` hashes everything that can change the result: the
-snippet, every file of the project library (``snippets/gradlab``), the pinned requirements, this
-runner and its executor, and the Python version. An unchanged snippet is therefore never re-run, and a result is
-only ever read from the folder of its current key: a stale result cannot be published. A run
-writes into a temporary folder that is renamed into place only when the run succeeded.
+snippet, every file of the project library (``snippets/gradlab``), the pinned requirements,
+this runner and its executor, and the Python version. An unchanged snippet is therefore never
+re-run, and a result is only ever read from the folder of its current key: a stale result
+cannot be published. A run writes into a temporary folder that is renamed into place only when
+the run succeeded.
 """
 
 import contextlib
