@@ -9,7 +9,9 @@ this checkout's ``.venv``), never in the working tree, whose ``.cache`` it leave
    appended to a chapter, and the time until the served page contains it (waited on by
    polling the page for that condition, not by a fixed delay);
 4. ``make check NAME=x`` on a chapter freshly scaffolded with ``make chapter`` in the clone;
-5. each snippet's site-run time (from the runner's cache);
+5. each snippet's site-run time (from the runner's cache), and what the framework scripts add
+   to the clean build: the build's runs once with and once without them, each into an empty
+   cache (budget: +30%);
 6. ``make test``: after the build, again with every result cached, and cold (no ``.cache``).
 
 Prints a table and asserts nothing (timings belong in a benchmark, not in a test). The machine's
@@ -111,6 +113,39 @@ def prose_edit_under_serve(clone: Path) -> float:
         log.close()
 
 
+RUNS = """
+import sys, time
+from pathlib import Path
+from pipeline import macros, runner
+runs = set()
+for page in Path("docs").rglob("*.md"):
+    runs |= macros.argument_runs(page.read_text(encoding="utf-8"))
+requests = [(p, ()) for p in runner.snippet_paths()] + [(runner.snippet_path(n), a) for n, a in sorted(runs)]
+if sys.argv[1] == "without":
+    requests = [(p, a) for p, a in requests if p.parent != runner.FRAMEWORKS]
+start = time.perf_counter()
+outcomes = runner.run_many(requests, cache=Path(sys.argv[2]), progress=False)
+assert not any(isinstance(o, runner.SnippetError) for o in outcomes.values())
+print(time.perf_counter() - start)
+"""
+
+
+def framework_share(clone: Path, folder: Path, clean: float) -> None:
+    """The build's runs (site runs and answer runs) with and without the framework scripts,
+    each into an empty cache: the difference is what the frameworks add to a clean build."""
+    took = {}
+    for which in ("with", "without"):
+        done = subprocess.run(
+            [PYTHON, "-c", RUNS, which, str(folder / f"cache-{which}")],
+            cwd=clone, env=ENV, capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        took[which] = float(done.stdout.split()[-1])
+        line(f"the build's snippet runs, {which} the framework scripts", took[which])
+    added = took["with"] - took["without"]
+    line("clean build without the framework scripts", clean - added, "s", "(the clean build less them)")
+    line("growth from the framework scripts", 100 * added / (clean - added), "%", "budget <= 30 %")
+
+
 def main(quick: bool) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-") as folder:
         clone = fresh_clone(Path(folder))
@@ -145,6 +180,7 @@ def main(quick: bool) -> None:
         for took, name in sorted(times, reverse=True):
             line(f"snippet {name} (site run, in the build)", took)
         line("sum of the site runs", sum(t for t, _ in times), "s", "(2 cores share them)")
+        framework_share(clone, Path(folder), clean)
 
         print()
         if quick:
