@@ -40,8 +40,7 @@ CDN_TAGS = re.compile(
 MODULE_SCRIPTS = re.compile(r"<script type=\"module\">.*?</script>", re.S)
 CODE_CELL = '<div class="highlight-ipynb'
 DEFAULT_ALT = 'alt="No description has been provided for this image"'
-ARTICLE = re.compile(r"<article\b.*?</article>", re.S)
-STYLE = re.compile(r"<style[^>]*>(.*?)</style>\s*", re.S)
+SPACE = re.compile(r"\s*")
 STYLESHEET_FOLDER = "assets"
 
 #: ``{hash of the CSS: {"css": CSS, "classes": the classes of the pages that use it}}`` of the
@@ -184,10 +183,14 @@ def shared_stylesheet(html: str, root: str) -> str:
     a ``<style>`` (``['pre {...}\\n...']``): its selectors are all invalid or escaped, so it styles
     nothing, and it is dropped.
     """
-    article = ARTICLE.search(html)
-    if article is None:
+    start = html.find("<article")
+    end = html.find("</article>", start)
+    if start == -1 or end == -1:
         return html
-    blocks = [block for block in STYLE.findall(article.group(0)) if not block.lstrip().startswith("['")]
+    end += len("</article>")
+    content = html[start:end]
+    spans = _style_blocks(content)
+    blocks = [content[a:b] for _, a, b, _ in spans if not content[a:b].lstrip().startswith("['")]
     if not blocks:
         return html
     css = "\n".join(block.strip() for block in blocks) + "\n"
@@ -196,11 +199,28 @@ def shared_stylesheet(html: str, root: str) -> str:
     for names in CLASS_ATTRIBUTE.findall(html):
         entry["classes"].update(names.split())
     href = f"{root.rstrip('/')}/{STYLESHEET_FOLDER}/{PLACEHOLDER.format(key)}"
-    link = f'<link rel="stylesheet" href="{href}">\n'
-    content = article.group(0)
-    first = STYLE.search(content)
-    content = content[: first.start()] + link + STYLE.sub("", content[first.start() :])
-    return html[: article.start()] + content + html[article.end() :]
+    kept, at = [content[: spans[0][0]], f'<link rel="stylesheet" href="{href}">\n'], spans[0][0]
+    for tag_start, _, _, tag_end in spans:  # every <style> block goes, with the space after it
+        kept.append(content[at:tag_start])
+        at = tag_end
+    kept.append(content[at:])
+    return html[:start] + "".join(kept) + html[end:]
+
+
+def _style_blocks(text: str) -> list[tuple[int, int, int, int]]:
+    """``(tag start, CSS start, CSS end, end)`` of each ``<style>`` block in ``text``; the end
+    includes the whitespace after ``</style>``. ``str.find``, not a regular expression: every
+    notebook page carries ~575 kB of CSS, and a lazy ``.*?`` walks it a character at a time."""
+    found, at = [], 0
+    while (tag := text.find("<style", at)) != -1:
+        css_start = text.find(">", tag) + 1
+        css_end = text.find("</style>", css_start)
+        if css_start == 0 or css_end == -1:
+            break
+        end = SPACE.match(text, css_end + len("</style>")).end()
+        found.append((tag, css_start, css_end, end))
+        at = end
+    return found
 
 
 def write_stylesheets(site_dir: str | Path) -> list[Path]:
@@ -276,16 +296,20 @@ TOKEN = re.compile(r'<span class="([a-z0-9]{1,3})">([^<]*)</span>')
 NEIGHBOURS = re.compile(r'(<span class="([a-z0-9]{1,3})">[^<]*)</span><span class="\2">')
 
 
+CSS_CLASS = re.compile(r"\.([a-z0-9]{1,3})(?![\w-])")
+_NAMED: dict[str, set[str]] = {}  # hash of a page's CSS -> the short class names it names
+
+
 def simplify_tokens(html: str, css: str) -> str:
     """Unwrap the pygments token spans whose class ``css`` never names, and join neighbouring
     spans of one class (only inside notebook code cells: pygments' short class names)."""
-    unstyled: dict[str, bool] = {}
+    key = hashlib.sha256(css.encode()).hexdigest()
+    if key not in _NAMED:  # every notebook page has the same ~575 kB of CSS: read it once
+        _NAMED[key] = set(CSS_CLASS.findall(css))
+    named = _NAMED[key]
 
     def unwrap(match: re.Match) -> str:
-        name = match.group(1)
-        if name not in unstyled:
-            unstyled[name] = re.search(rf"\.{name}(?![\w-])", css) is None
-        return match.group(2) if unstyled[name] else match.group(0)
+        return match.group(0) if match.group(1) in named else match.group(2)
 
     parts = re.split(r'(<div tabindex="0" class="highlight-ipynb.*?</pre>)', html, flags=re.S)
     for index in range(1, len(parts), 2):
@@ -307,7 +331,7 @@ def clean(html: str, figures: dict, root: str | None = None, snippet: str | None
     html = CDN_TAGS.sub("", html)
     html = MODULE_SCRIPTS.sub(_module_script, html)
     html = html.replace(CODE_CELL, '<div tabindex="0" class="highlight-ipynb')
-    html = simplify_tokens(html, "\n".join(STYLE.findall(html)))
+    html = simplify_tokens(html, "\n".join(html[a:b] for _, a, b, _ in _style_blocks(html)))
     html = fold_setup_cell(html)
     if root is not None and snippet is not None:
         html = _figure_images(html, snippet, figures, root)
