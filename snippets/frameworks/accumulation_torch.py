@@ -24,7 +24,9 @@ parser = snippet.parser(__doc__)
 args, results = snippet.parse(parser)
 SEEDS = snippet.seeds(args.seed)
 torch.set_num_threads(1)
-results.number("torch_version", float(".".join(torch.__version__.split(".")[:2])), "PyTorch")
+torch_major, torch_minor = (int(part) for part in torch.__version__.split(".")[:2])  # 2.10 is not 2.1
+results.number("torch_version_major", torch_major, "PyTorch major version")
+results.number("torch_version_minor", torch_minor, "PyTorch minor version")
 STEPS, LR, ADAM_LR = 60, 0.05, 0.01  # accumulation.py's defaults
 
 

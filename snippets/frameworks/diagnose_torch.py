@@ -27,7 +27,9 @@ args, results = snippet.parse(parser)
 SEEDS = snippet.seeds(args.seed)
 torch.set_num_threads(1)
 warnings.filterwarnings("ignore")  # detect_anomaly warns with a traceback; the error is the point
-results.number("torch_version_major_minor", float(".".join(torch.__version__.split(".")[:2])), "PyTorch")
+torch_major, torch_minor = (int(part) for part in torch.__version__.split(".")[:2])  # 2.10 is not 2.1
+results.number("torch_version_major", torch_major, "PyTorch major version")
+results.number("torch_version_minor", torch_minor, "PyTorch minor version")
 
 
 # %% [markdown]

@@ -20,7 +20,9 @@ from gradlab import snippet
 parser = snippet.parser(__doc__)
 args, results = snippet.parse(parser)
 torch.set_num_threads(1)
-results.number("torch_version", float(".".join(torch.__version__.split(".")[:2])), "PyTorch")
+torch_major, torch_minor = (int(part) for part in torch.__version__.split(".")[:2])  # 2.10 is not 2.1
+results.number("torch_version_major", torch_major, "PyTorch major version")
+results.number("torch_version_minor", torch_minor, "PyTorch minor version")
 C, LABEL, CONFIDENT, WRONG = 1000.0, 2, 50.0, -200.0  # the numpy snippet's defaults
 
 
