@@ -36,8 +36,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SNIPPETS = ROOT / "snippets"
 FRAMEWORKS = SNIPPETS / "frameworks"
-NAME_ENV, ARGV_ENV, NOTEBOOK_ENV = "GRADLAB_SNIPPET_NAME", "GRADLAB_SNIPPET_ARGV", "GRADLAB_SNIPPET_NOTEBOOK"
-NO_FIGURE_FILES_ENV = "GRADLAB_SNIPPET_NO_FIGURE_FILES"
 # snippets run in parallel, one per core: a multi-threaded BLAS in each of them only
 # oversubscribes the cores (a small matmul measured 15x slower that way)
 ONE_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
@@ -173,10 +171,12 @@ def _fork_and_wait(request: dict, replies) -> dict:
 
 
 def _run_in_child(request: dict, limit: int, channel) -> str | None:
+    from gradlab import snippet  # the contract's variables (the child has snippets/ on its path)
+
     path, folder, args = Path(request["path"]), Path(request["folder"]), request["args"]
     argv = ["--out", str(folder), *args]
-    os.environ[NAME_ENV] = path.stem
-    os.environ[ARGV_ENV] = shlex.join(argv)
+    os.environ[snippet.NAME_ENV] = path.stem
+    os.environ[snippet.ARGV_ENV] = shlex.join(argv)
     sys.argv = [str(path), *argv]
 
     def alarm(*_):
@@ -186,10 +186,10 @@ def _run_in_child(request: dict, limit: int, channel) -> str | None:
     signal.setitimer(signal.ITIMER_REAL, limit)
     try:
         if request["kind"] == "notebook":
-            os.environ[NOTEBOOK_ENV] = "1"
+            os.environ[snippet.NOTEBOOK_ENV] = "1"
             error = _notebook(path, folder, limit, channel)
         else:  # a run with arguments: the chapters quote its numbers, never its figures
-            os.environ[NO_FIGURE_FILES_ENV] = "1"
+            os.environ[snippet.NO_FIGURE_FILES_ENV] = "1"
             error = _script(path, limit)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)

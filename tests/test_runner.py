@@ -267,13 +267,19 @@ os._exit(3)
 '''
 
 
-def test_a_run_whose_process_dies_names_the_cell(tmp_path):
-    path = tmp_path / "dies.py"
-    path.write_text(DIES)
+def failure_of(tmp_path, name: str, source: str) -> tuple[Path, str]:
+    """Run ``source`` as snippet ``name``; return its path and the SnippetError's message."""
+    path = tmp_path / f"{name}.py"
+    path.write_text(source)
     with pytest.raises(runner.SnippetError) as failure:
         runner.run_one(path, cache=tmp_path / "cache")
+    return path, str(failure.value)
+
+
+def test_a_run_whose_process_dies_names_the_cell(tmp_path):
+    path, message = failure_of(tmp_path, "dies", DIES)
     line = DIES.splitlines().index("import os") + 1
-    assert str(failure.value) == f"{path}:{line}: the run ended without a result (the process died)"
+    assert message == f"{path}:{line}: the run ended without a result (the process died)"
 
 
 DEAF = '''"""A snippet that ignores its alarm."""
@@ -291,12 +297,9 @@ while True:
 
 def test_a_run_that_ignores_its_alarm_is_killed(tmp_path, monkeypatch):
     monkeypatch.setenv("GRADLAB_GRACE_SECONDS", "1")  # read by the server: 30 s otherwise
-    path = tmp_path / "deaf.py"
-    path.write_text(DEAF)
-    with pytest.raises(runner.SnippetError) as failure:
-        runner.run_one(path, cache=tmp_path / "cache")
+    path, message = failure_of(tmp_path, "deaf", DEAF)
     line = DEAF.splitlines().index("import signal") + 1
-    assert str(failure.value) == f"{path}:{line}: ran past 1 s and did not stop"
+    assert message == f"{path}:{line}: ran past 1 s and did not stop"
 
 
 def test_a_script_run_past_its_limit_names_the_line(tmp_path):
