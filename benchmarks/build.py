@@ -132,12 +132,14 @@ print(time.perf_counter() - start)
 
 def framework_share(clone: Path, folder: Path, clean: float) -> None:
     """The build's runs (site runs and answer runs) with and without the framework scripts,
-    each into an empty cache: the difference is what the frameworks add to a clean build."""
+    each into an empty cache (XLA's compiled programs too): the difference is what the
+    frameworks add to a clean build."""
     took = {}
     for which in ("with", "without"):
+        env = {**ENV, "JAX_COMPILATION_CACHE_DIR": str(folder / f"jax-{which}")}
         done = subprocess.run(
             [PYTHON, "-c", RUNS, which, str(folder / f"cache-{which}")],
-            cwd=clone, env=ENV, capture_output=True, text=True, check=True,
+            cwd=clone, env=env, capture_output=True, text=True, check=True,
         )  # fmt: skip
         took[which] = float(done.stdout.split()[-1])
         line(f"the build's snippet runs, {which} the framework scripts", took[which])

@@ -246,14 +246,14 @@ def write_stylesheets(site_dir: str | Path) -> list[Path]:
     return written
 
 
-OUTPUT_PNG = re.compile(
-    r'<img alt="No description has been provided for this image"[^>]*?src="data:image/png;[^"]*"[^>]*>'
-)
+# a figure output: a PNG (with nbconvert's placeholder alt) or the SVG a saved figure is shown as
+OUTPUT_IMAGE = re.compile(r'<img (?:alt="[^"]*" )?src="data:image/(?:png|svg\+xml);[^"]*"[^>]*>')
 
 
 def _figure_images(html: str, snippet: str, figures: dict, root: str) -> str:
-    """Each output PNG becomes the snippet's own SVG of that figure, for both palettes: the
-    same figure the run saved (in the same order), a fraction of the bytes, cached across pages."""
+    """Each output image becomes the snippet's own SVG files of that figure, for both palettes:
+    the same figure the run saved (in the same order), a fraction of the bytes, cached across
+    pages."""
     keys = iter(figures)
 
     def replace(match: re.Match) -> str:
@@ -267,7 +267,7 @@ def _figure_images(html: str, snippet: str, figures: dict, root: str) -> str:
             f'<img alt="{alt}" loading="lazy" src="{stem}-dark.svg#only-dark">'
         )
 
-    return OUTPUT_PNG.sub(replace, html)
+    return OUTPUT_IMAGE.sub(replace, html)
 
 
 SETUP_CELL = re.compile(r'<div class="jp-Cell jp-CodeCell[^"]*\bcelltag_setup\b[^"]*">')

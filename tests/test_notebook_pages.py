@@ -58,10 +58,17 @@ def test_purge_keeps_only_the_custom_properties_the_kept_rules_use():
     )
 
 
-def test_output_pngs_become_the_snippets_svgs_for_both_palettes():
+def test_output_images_become_the_snippets_svgs_for_both_palettes():
+    """A saved figure's output is the SVG saving drew (nbconvert: an img with no alt), any
+    other figure a PNG (nbconvert's placeholder alt); both become the files, in order."""
     figures = {"loss": {"alt": "First."}, "second": {"alt": "Second."}}
-    html = notebook_pages.clean(PAGE, figures, root="../..", snippet="demo")
-    assert "data:image/png" not in html
+    page = PAGE.replace(
+        '<img alt="No description has been provided for this image" src="data:image/png;base64,AAAA">',
+        '<div class="jp-RenderedSVG jp-OutputArea-output " data-mime-type="image/svg+xml">\n'
+        '<img src="data:image/svg+xml;base64,PHN2Zz4=">\n</div>',
+    )
+    html = notebook_pages.clean(page, figures, root="../..", snippet="demo")
+    assert "data:image" not in html
     assert '<img alt="First." loading="lazy" src="../../figures/demo/loss.svg#only-light">' in html
     assert 'src="../../figures/demo/second-dark.svg#only-dark"' in html
 

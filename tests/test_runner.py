@@ -233,29 +233,53 @@ print("second line")
 6 * 7
 
 # %%
+results.number("one", 1, "one")
 figure, axes = plt.subplots(figsize=(2, 1))
 axes.plot([0, 1], [1, 0])
-results.number("one", 1, "one")
+figure.tight_layout()
+
+# %%
+figure, axes = plt.subplots(figsize=(2, 1))
+axes.plot([0, 1], [1, 0])
+axes.set_title("A line")
+results.figure(figure, "line", alt="A line from (0, 1) to (1, 0).")
+
+# %%
+figure, axes = plt.subplots(figsize=(2, 1))
+axes.set_title("Changed after saving")
+results.figure(figure, "changed", alt="An empty plot.")
+axes.plot([0, 1], [0, 1])
 results.save()
 '''
 
 
 def test_a_notebook_keeps_its_outputs_as_a_kernel_gives_them(tmp_path):
     """Printed lines in one stream output, a cell's last value as its result, a figure shown
-    inline as a PNG, execution counts; the page reads its outputs from this notebook."""
+    inline as a PNG, a figure saved with results.figure as its SVG, execution counts; the page
+    reads its outputs from this notebook."""
     import nbformat
 
     path = tmp_path / "outputs.py"
     path.write_text(OUTPUTS)
     result = runner.run_one(path, cache=tmp_path / "cache")
     cells = [c for c in nbformat.read(result.notebook, as_version=4).cells if c.cell_type == "code"]
-    assert [c.execution_count for c in cells] == [1, 2, 3]
+    assert [c.execution_count for c in cells] == [1, 2, 3, 4, 5]
     printed, value = cells[1].outputs
     assert printed.output_type == "stream" and printed.text == "first line\nsecond line\n"
     assert value.output_type == "execute_result" and value.data == {"text/plain": "42"}
-    kinds = [o.output_type for o in cells[2].outputs]
+    (shown,) = cells[2].outputs
+    assert shown.output_type == "display_data" and "<Figure size" in shown.data["text/plain"]
+    assert shown.data["image/png"] and "image/svg+xml" not in shown.data  # never saved: a PNG
+    saved = cells[3].outputs[-1].data  # saved with results.figure: shown as the SVG saving drew
+    svg = (result.folder / "line.svg").read_text()
+    assert (
+        "image/png" not in saved
+        and saved["image/svg+xml"].replace(' style="background-color: #ffffff"', "") == svg
+    )
+    kinds = [o.output_type for o in cells[4].outputs]
     assert kinds == ["stream", "display_data"], kinds  # save()'s table, then the figure
-    assert cells[2].outputs[1].data["image/png"] and "<Figure size" in cells[2].outputs[1].data["text/plain"]
+    changed = cells[4].outputs[-1].data  # changed after saving: drawn again, as a PNG
+    assert "image/svg+xml" not in changed and changed["image/png"]
 
 
 DIES = '''"""A snippet whose process dies."""
@@ -308,3 +332,31 @@ def test_a_script_run_past_its_limit_names_the_line(tmp_path):
     (failed,) = runner.run_scripts(path, [("--seed", "1")], cache=tmp_path / "cache")
     lines = [SLOW.splitlines().index(text) + 1 for text in ("while True:", "    time.sleep(0.1)")]
     assert any(str(failed) == f"{path}:{n}: ran past 3 s (here)" for n in lines), str(failed)
+
+
+JITTED = '''"""A JAX script."""
+
+# %%
+import jax
+import jax.numpy as jnp
+
+from gradlab import snippet
+
+args, results = snippet.parse(snippet.parser())
+results.number("twice", float(jax.jit(lambda x: 2.0 * x)(jnp.float32(1.5))), "twice 1.5")
+results.save()
+'''
+
+
+def test_xla_keeps_its_compiled_programs_for_the_next_run(tmp_path, monkeypatch):
+    """JAX's persistent compilation cache: the first run fills it, a run on another seed compiles
+    nothing new (the same programs), and the numbers are the same."""
+    monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", str(tmp_path / "xla"))
+    path = tmp_path / "jitted.py"
+    path.write_text(JITTED)
+    first = runner.run_one(path, cache=tmp_path / "cache")
+    kept = sorted(p.name for p in (tmp_path / "xla").iterdir())
+    assert kept, "nothing compiled was kept"
+    (again,) = runner.run_scripts(path, [("--seed", "1")], cache=tmp_path / "cache")
+    assert sorted(p.name for p in (tmp_path / "xla").iterdir()) == kept
+    assert again.numbers["twice"] == first.numbers["twice"] == 3.0

@@ -69,7 +69,10 @@ def test_claims_are_recorded_and_a_failing_one_fails_the_run(tmp_path, capsys, m
     monkeypatch.delitem(sys.modules, "ipykernel", raising=False)
     results = snippet.Results("demo", tmp_path)
     results.number("ratio", 0.5, "a ratio")
-    assert results.claim("small", 0.5 < 1, "The ratio is below 1.", {"ratio": 0.5}) is True
+    assert (
+        results.claim("small", 0.5 < 1, "The ratio is below 1.", {"ratio": 0.5}) is None
+    )  # no "True" cell output
+    assert results.claims["small"]["holds"] is True
     with pytest.raises(TypeError, match="bool"):
         results.claim("not_bool", 0.5, "A number is not a condition.")
     with pytest.raises(ValueError, match="twice"):

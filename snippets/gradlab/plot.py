@@ -76,11 +76,37 @@ def render(fig) -> str:
 
 
 def save(fig, stem: Path) -> tuple[Path, Path]:
-    """Write ``stem.svg`` (light) and ``stem-dark.svg`` (dark); return both paths."""
+    """Write ``stem.svg`` (light) and ``stem-dark.svg`` (dark); return both paths.
+
+    The light SVG stays with the figure until the figure changes (see :func:`saved_svg`)."""
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     svg = render(fig)
     light, dark = stem.with_suffix(".svg"), stem.parent / f"{stem.name}-dark.svg"
     light.write_text(svg, encoding="utf-8")
     dark.write_text(to_dark(svg), encoding="utf-8")
+    # saving leaves the figure marked changed; unmarked, an interactive session (a notebook)
+    # does not draw it again after the cell, and a later change marks it (and forgets the SVG)
+    fig.stale = False
+    if not hasattr(fig, "gradlab_svg"):
+        fig.stale_callback = _forgets_svg(fig.stale_callback)
+    fig.gradlab_svg = svg
     return light, dark
+
+
+def _forgets_svg(previous):
+    def changed(fig, value):
+        if value:
+            fig.gradlab_svg = None
+        if previous is not None:
+            previous(fig, value)
+
+    return changed
+
+
+def saved_svg(fig) -> str | None:
+    """The SVG :func:`save` wrote for ``fig``, on a white background (a notebook's output must
+    read in a dark notebook theme too), or None if the figure was never saved or has changed
+    since. A notebook shows this instead of drawing the figure again as a PNG."""
+    svg = getattr(fig, "gradlab_svg", None)
+    return None if svg is None else svg.replace("<svg ", '<svg style="background-color: #ffffff" ', 1)

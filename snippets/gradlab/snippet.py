@@ -210,12 +210,13 @@ class Results:
         if not reason.strip():
             raise ValueError(f"twin {key!r} needs the reason for its tolerance")
 
-    def claim(self, name: str, holds, statement: str, values: dict | None = None) -> bool:
+    def claim(self, name: str, holds, statement: str, values: dict | None = None) -> None:
         """State a sentence the chapter derives from the numbers, as a checked condition.
 
         ``holds`` is the condition's outcome (for a random experiment: on every seed);
         ``statement`` the one-line sentence, quotable as ``{{ NAME.name }}``; ``values`` the
-        numbers behind it, shown when it fails. Failing claims fail ``save()``.
+        numbers behind it, shown when it fails. Failing claims fail ``save()``. Returns
+        nothing, so a notebook cell that ends with a claim shows no stray ``True``.
         """
         if not KEY.match(name):
             raise ValueError(f"claim {name!r}: use lower_case letters, digits and _")
@@ -229,7 +230,6 @@ class Results:
             raise ValueError(f"claim {name!r} needs a statement")
         shown = {key: _plain(value) for key, value in (values or {}).items()}
         self.claims[name] = {"holds": holds, "statement": statement.strip(), "values": shown}
-        return holds
 
     def figure(self, fig, key: str, alt: str):
         """Save a figure as ``key.svg`` and ``key-dark.svg``; ``alt`` says what it shows."""
