@@ -70,6 +70,11 @@ class Result:
         return self.document.get("claims", {})
 
     @property
+    def reads_seed(self) -> bool:
+        """Whether the run read ``--seed`` (a run that never does gives every seed's numbers)."""
+        return self.document.get("reads_seed", True)
+
+    @property
     def twins(self) -> dict:
         """``{key: {"of": "snippet.key", "rtol", "atol", "reason"}}`` of a framework script."""
         return self.document.get("twins", {})

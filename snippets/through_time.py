@@ -39,7 +39,7 @@ n, T, K, s_x, steps = args.hidden, args.steps, args.window, args.input_scale, np
 nets = [rec.draw_network(seed, n, 4, T, args.matrix) for seed in SEEDS]
 record, per_seed = partial(rec.record, results), partial(rec.per_seed, nets)  # spreads; {name: per seed}
 settings = {"vanishing_scale": VANISHING, "exploding_scale": EXPLODING, "rho": RHO, "alpha": ALPHA}
-for key, value in vars(args).items() | settings.items() | {f"scale_{s:g}": s for s in SCALES}.items():
+for key, value in [*vars(args).items(), *settings.items(), *((f"scale_{s:g}", s) for s in SCALES)]:
     if key not in ("out", "seed", "matrix", "sigma_max"):
         key = key.replace(".", "p")
         results.number(key, value, key.replace("_", " "))

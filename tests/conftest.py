@@ -63,45 +63,62 @@ def once_per_session(tmp_path_factory, name: str, compute):
 
 
 @pytest.fixture(scope="session")
-def all_runs(tmp_path_factory, request):
+def site_runs(tmp_path_factory, request):
+    """Each snippet's site run (a notebook) and the runs with the exercises' arguments the
+    chapters quote (the build reads them), in one pool across the cores or read from the cache:
+    ``(name, args) -> Result or SnippetError``. The build and the browser tests need only
+    these, so they start while the other seeds still run."""
     capture = request.config.pluginmanager.getplugin("capturemanager")
     with capture.global_and_fixture_disabled():  # the runner's progress lines show live
-        return once_per_session(tmp_path_factory, "runs", _all_runs)
+        return once_per_session(tmp_path_factory, "site-runs", _site_runs)
 
 
-def _all_runs():
-    """Every run the session needs, in ONE pool across the cores (or read from the cache): each
-    snippet's site run (a notebook), the runs with the exercises' arguments the chapters quote
-    (the build reads them), and the other seeds of the snippets whose tests were selected
-    (``-k NAME`` runs only that one's). ``(name, args) -> Result or SnippetError``."""
+def _site_runs():
     from pipeline import macros
 
-    paths = runner.snippet_paths()
-    requests = [(path, ()) for path in paths]
+    requests = [(path, ()) for path in runner.snippet_paths()]
     answers = set()
     for page in (ROOT / "docs").rglob("*.md"):
         answers |= macros.argument_runs(page.read_text(encoding="utf-8"))
     requests += [
         (runner.snippet_path(n), args) for n, args in sorted(answers) if runner.snippet_path(n).exists()
     ]
-    for name in sorted(SELECTED_FOR_OTHER_SEEDS):
-        requests += [(runner.snippet_path(name), ("--seed", str(seed))) for seed in OTHER_SEEDS]
     return runner.run_many(requests)
 
 
 @pytest.fixture(scope="session")
-def snippet_results(all_runs):
-    """Every snippet's site result, run in parallel (or read from the cache) once per session."""
-    return Results({name: outcome for (name, args), outcome in all_runs.items() if not args})
+def seed_runs(site_runs, tmp_path_factory, request):
+    """The other seeds of the snippets whose tests were selected (``-k NAME`` runs only that
+    one's) and whose site run read ``--seed`` (the others have no random draws: another seed is
+    the same run): ``(name, ("--seed", S)) -> Result or SnippetError``."""
+    seeded = [
+        name
+        for name in sorted(SELECTED_FOR_OTHER_SEEDS)
+        if not isinstance(site := site_runs[(name, ())], runner.Result) or site.reads_seed
+    ]
+    requests = [(runner.snippet_path(name), ("--seed", str(seed))) for name in seeded for seed in OTHER_SEEDS]
+    capture = request.config.pluginmanager.getplugin("capturemanager")
+    with capture.global_and_fixture_disabled():
+        return once_per_session(tmp_path_factory, "seed-runs", lambda: runner.run_many(requests))
 
 
 @pytest.fixture(scope="session")
-def other_seed_results(all_runs):
+def snippet_results(site_runs):
+    """Every snippet's site result, run in parallel (or read from the cache) once per session."""
+    return Results({name: outcome for (name, args), outcome in site_runs.items() if not args})
+
+
+@pytest.fixture(scope="session")
+def other_seed_results(seed_runs):
     """``seed -> name -> Result`` for the seeds in OTHER_SEEDS (cached like the site's), for the
-    snippets whose tests were selected."""
-    return {
-        seed: Results({name: all_runs[(name, ("--seed", str(seed)))] for name in SELECTED_FOR_OTHER_SEEDS})
+    snippets whose tests were selected and that read ``--seed``."""
+    runs = {
+        seed: {name: (name, ("--seed", str(seed))) for name in SELECTED_FOR_OTHER_SEEDS}
         for seed in OTHER_SEEDS
+    }
+    return {
+        seed: Results({n: seed_runs[k] for n, k in keys.items() if k in seed_runs})
+        for seed, keys in runs.items()
     }
 
 

@@ -31,6 +31,23 @@ def test_in_a_kernel_the_kernels_own_arguments_are_ignored(monkeypatch, tmp_path
     assert (args.seed, args.out, results.name) == (7, tmp_path, "notebook")
 
 
+@pytest.mark.parametrize("reads", [False, True])
+def test_numbers_json_says_whether_the_run_read_its_seed(reads, monkeypatch, tmp_path):
+    """A run that never reads ``args.seed`` has no random draws ``--seed`` could move (the tests
+    skip its other seeds); reading it anywhere, even through ``getattr``, counts."""
+    monkeypatch.setattr(sys, "argv", ["demo.py", "--out", str(tmp_path), "--seed", "3"])
+    monkeypatch.delenv(snippet.NAME_ENV, raising=False)
+    monkeypatch.delitem(sys.modules, "ipykernel", raising=False)
+    args, results = snippet.parse(snippet.parser())
+    assert vars(args)["seed"] == 3 and not args.seed_read  # parsing, and vars(), read nothing
+    if reads:
+        snippet.seeds(getattr(args, "seed"))  # noqa: B009  (any way of reading it counts)
+    assert args.seed_read is reads and "seed_read" not in vars(args) and "_seed_read" not in vars(args)
+    results.number("one", 1, "one")
+    results.save()
+    assert json.loads((tmp_path / "numbers.json").read_text())["reads_seed"] is reads
+
+
 def test_numbers_are_checked_and_saved_with_their_tolerances(tmp_path, capsys):
     results = snippet.Results("demo", tmp_path)
     results.number("ratio", 2.5e-7, "a ratio", atol=1e-9)

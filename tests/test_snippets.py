@@ -60,13 +60,27 @@ def test_every_snippet_checks_claims(name, snippet_results):
 @pytest.mark.parametrize("name", NAMES)
 def test_claims_hold_on_other_seeds(name, seed, snippet_results, other_seed_results):
     """The same snippet with ``--seed S`` for S other than the site's: it runs, and every claim
-    holds (the numbers may move; the sentences may not)."""
+    holds (the numbers may move; the sentences may not). A snippet whose site run never read
+    ``--seed`` has no random draws: another seed is the same run (see the next test)."""
+    if not snippet_results[name].reads_seed:
+        pytest.skip(f"{name}.py never reads --seed: its site run is its run on every seed")
     result = other_seed_results[seed][name]
     failed = {claim: entry["statement"] for claim, entry in result.claims.items() if not entry["holds"]}
     assert not failed, f"{name}.py --seed {seed}: claims do not hold: {failed}"
     assert set(result.claims) == set(snippet_results[name].claims), (
         f"{name}.py --seed {seed} checks other claims than the site's run"
     )
+
+
+def test_a_snippet_that_never_reads_its_seed_is_the_same_run_on_every_seed(snippet_results, tmp_path):
+    """The premise of skipping the other seeds: the cheapest snippet whose site run never read
+    ``--seed``, run on seed 1, records exactly the site's numbers and claims."""
+    unseeded = [n for n in NAMES if not n.endswith(("_torch", "_jax")) and not snippet_results[n].reads_seed]
+    assert unseeded, "every snippet reads --seed: pick another premise test"
+    name = min(unseeded, key=lambda n: runner.last_seconds(runner.snippet_path(n)))
+    (again,) = runner.run_scripts(runner.snippet_path(name), [("--seed", "1")], cache=tmp_path)
+    site = snippet_results[name]
+    assert again.numbers == site.numbers and again.claims == site.claims
 
 
 @pytest.fixture(scope="module")

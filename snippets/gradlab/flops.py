@@ -63,6 +63,11 @@ def counting():
         _active = previous
 
 
+def active() -> bool:
+    """Whether a counter is counting (a plain-numpy op skips working out its cost otherwise)."""
+    return _active is not None
+
+
 def count_forward(n):
     if _active is not None:
         _active.forward += int(n)

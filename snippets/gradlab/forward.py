@@ -24,8 +24,12 @@ class Dual:
 
     def __init__(self, val, tan=None):
         self.val = as_float_array(val)
-        tan = np.zeros_like(self.val) if tan is None else tan
-        self.tan = np.broadcast_to(np.asarray(tan, dtype=self.val.dtype), self.val.shape).copy()
+        if tan is None:
+            self.tan = np.zeros_like(self.val)
+        elif isinstance(tan, np.ndarray) and tan.shape == self.val.shape:
+            self.tan = tan.astype(self.val.dtype)  # a copy, as below, without broadcasting's cost
+        else:
+            self.tan = np.broadcast_to(np.asarray(tan, dtype=self.val.dtype), self.val.shape).copy()
 
     def lift(self, other):
         """`other` as a Dual with zero tangent (a constant); scalars adopt this dual's dtype."""

@@ -112,24 +112,46 @@ def positive_float(text: str) -> float:
     return value
 
 
+class Arguments(argparse.Namespace):
+    """The parsed arguments; they note whether the run ever read ``seed``. A run that never
+    does has no random draws that ``--seed`` could move: every seed gives the same numbers,
+    so the tests do not run it on other seeds."""
+
+    __slots__ = ("_seed_read",)  # a slot, not an entry of vars(args), which snippets iterate
+
+    def __getattribute__(self, name):
+        if name == "seed":
+            object.__setattr__(self, "_seed_read", True)
+        return super().__getattribute__(name)
+
+    @property
+    def seed_read(self) -> bool:
+        try:
+            return object.__getattribute__(self, "_seed_read")
+        except AttributeError:
+            return False
+
+
 def parse(argument_parser: argparse.ArgumentParser):
     """Parse the snippet's arguments and return ``(args, results)``."""
     if NAME_ENV in os.environ or in_kernel():  # the runner's kernel, or a downloaded notebook
         argv = shlex.split(os.environ.get(ARGV_ENV, ""))
     else:
         argv = sys.argv[1:]
-    args = argument_parser.parse_args(argv)
+    args = argument_parser.parse_args(argv, namespace=Arguments())
+    object.__setattr__(args, "_seed_read", False)  # argparse itself looked: only the run's reads count
     defaults = vars(argument_parser.parse_args([]))
     changed = sorted(k for k, v in vars(args).items() if k not in ("out", "seed") and v != defaults.get(k))
-    return args, Results(snippet_name(), args.out, changed_settings=changed)
+    return args, Results(snippet_name(), args.out, changed_settings=changed, arguments=args)
 
 
 class Results:
     """The named numbers and figures one snippet run produces."""
 
-    def __init__(self, name: str, out: Path, changed_settings=()):
+    def __init__(self, name: str, out: Path, changed_settings=(), arguments: Arguments | None = None):
         self.name = name
         self.out = Path(out)
+        self.arguments = arguments  # for save(): did the run read --seed?
         # the options set away from their defaults (--out and --seed aside): the chapter's claims
         # are about its own setting, so elsewhere a claim that fails is reported, not fatal
         self.changed_settings = list(changed_settings)
@@ -413,6 +435,7 @@ class Results:
             "figures": self.figures,
             **({"interactive": self.interactive} if self.interactive else {}),
             **({"twins": self.twins} if self.twins else {}),
+            "reads_seed": bool(getattr(self.arguments, "seed_read", True)),  # unknown: assume it does
         }
         path = self.out / "numbers.json"
         path.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
