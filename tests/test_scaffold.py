@@ -47,8 +47,9 @@ def run(command, cwd, **kwargs):
 
 @pytest.fixture(scope="module")
 def repo_copy(tmp_path_factory, snippet_results):
-    """A copy of what the build reads, with the snippet cache (results are keyed by content):
-    ``snippet_results`` fills the cache first, so only the new snippet runs in the copy."""
+    """A copy of what the build reads, with the caches of snippet results, converted notebook
+    pages and math (all keyed by content): ``snippet_results`` fills the snippet cache first, so
+    only the new snippet runs in the copy, and only its notebook page is converted."""
     copy = tmp_path_factory.mktemp("repo")
     ignore = shutil.ignore_patterns("__pycache__", "*.tmp-*")
     for name in COPIED:
@@ -60,8 +61,9 @@ def repo_copy(tmp_path_factory, snippet_results):
     shutil.copytree(ROOT / "tests" / "recorded", copy / "tests" / "recorded")
     for name in ("conftest.py", "test_snippets.py"):
         shutil.copy2(ROOT / "tests" / name, copy / "tests" / name)
-    if (ROOT / ".cache" / "snippets").is_dir():
-        shutil.copytree(ROOT / ".cache" / "snippets", copy / ".cache" / "snippets", ignore=ignore)
+    for cache in ("snippets", "mkdocs-jupyter", "math"):  # keyed by content: only the new chapter's miss
+        if (ROOT / ".cache" / cache).is_dir():
+            shutil.copytree(ROOT / ".cache" / cache, copy / ".cache" / cache, ignore=ignore)
     return copy
 
 
