@@ -10,6 +10,7 @@ import os
 import pickle
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -86,20 +87,72 @@ def _site_runs():
     return runner.run_many(requests)
 
 
+def draws_at_random(name: str) -> bool:
+    """Whether the snippet can read ``--seed``: its source names the seed. One that does not has
+    no random draws another seed could move, so its other seeds are not run (its site run's
+    ``reads_seed``, recorded at run time, must agree: test_snippets.py checks it)."""
+    return "seed" in runner.snippet_path(name).read_text(encoding="utf-8")
+
+
+def _seed_requests() -> list:
+    names = [name for name in sorted(SELECTED_FOR_OTHER_SEEDS) if draws_at_random(name)]
+    return [(runner.snippet_path(name), ("--seed", str(seed))) for name in names for seed in OTHER_SEEDS]
+
+
+SEED_RUNS = "seed-runs"
+_BACKGROUND: dict = {}  # this process's thread running the other seeds, and its outcome
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _other_seeds_in_the_background(tmp_path_factory):
+    """Start the other seeds' runs when the session starts, in a background thread of the first
+    worker here (it holds the lock ``once_per_session`` waits on until the outcome is written):
+    they run while the build, the browser and every other test go on, instead of holding up
+    the worker whose test asks for them first."""
+    if not SELECTED_FOR_OTHER_SEEDS or not _seed_requests():
+        yield
+        return
+    lock = None
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared, session = tmp_path_factory.getbasetemp().parent, os.environ.get("PYTEST_XDIST_TESTRUNUID", "")
+        lock = open(shared / f"{SEED_RUNS}-{session}.lock", "w")
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:  # another worker runs them
+            lock.close()
+            yield
+            return
+        done = shared / f"{SEED_RUNS}-{session}.pickle"
+        if done.exists():  # a worker that asked first ran them already
+            lock.close()
+            yield
+            return
+
+    def run():
+        try:
+            _BACKGROUND["outcome"] = runner.run_many(_seed_requests(), progress=False)
+            if lock is not None:
+                done.write_bytes(pickle.dumps(_BACKGROUND["outcome"]))
+        finally:
+            if lock is not None:
+                lock.close()  # releases the lock: the waiting workers read the outcome
+
+    _BACKGROUND["thread"] = thread = threading.Thread(target=run, name="other seeds", daemon=True)
+    thread.start()
+    yield
+    thread.join()
+
+
 @pytest.fixture(scope="session")
-def seed_runs(site_runs, tmp_path_factory, request):
+def seed_runs(tmp_path_factory):
     """The other seeds of the snippets whose tests were selected (``-k NAME`` runs only that
-    one's) and whose site run read ``--seed`` (the others have no random draws: another seed is
-    the same run): ``(name, ("--seed", S)) -> Result or SnippetError``."""
-    seeded = [
-        name
-        for name in sorted(SELECTED_FOR_OTHER_SEEDS)
-        if not isinstance(site := site_runs[(name, ())], runner.Result) or site.reads_seed
-    ]
-    requests = [(runner.snippet_path(name), ("--seed", str(seed))) for name in seeded for seed in OTHER_SEEDS]
-    capture = request.config.pluginmanager.getplugin("capturemanager")
-    with capture.global_and_fixture_disabled():
-        return once_per_session(tmp_path_factory, "seed-runs", lambda: runner.run_many(requests))
+    one's) and that draw at random: ``(name, ("--seed", S)) -> Result or SnippetError``."""
+    thread = _BACKGROUND.get("thread")
+    if thread is not None:
+        thread.join()
+        if "outcome" in _BACKGROUND:
+            return _BACKGROUND["outcome"]
+    return once_per_session(tmp_path_factory, SEED_RUNS, lambda: runner.run_many(_seed_requests()))
 
 
 @pytest.fixture(scope="session")
@@ -111,7 +164,7 @@ def snippet_results(site_runs):
 @pytest.fixture(scope="session")
 def other_seed_results(seed_runs):
     """``seed -> name -> Result`` for the seeds in OTHER_SEEDS (cached like the site's), for the
-    snippets whose tests were selected and that read ``--seed``."""
+    snippets whose tests were selected and that draw at random."""
     runs = {
         seed: {name: (name, ("--seed", str(seed))) for name in SELECTED_FOR_OTHER_SEEDS}
         for seed in OTHER_SEEDS

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import OTHER_SEEDS, ROOT
+from conftest import OTHER_SEEDS, ROOT, draws_at_random
 
 from pipeline import record, runner
 
@@ -62,14 +62,22 @@ def test_claims_hold_on_other_seeds(name, seed, snippet_results, other_seed_resu
     """The same snippet with ``--seed S`` for S other than the site's: it runs, and every claim
     holds (the numbers may move; the sentences may not). A snippet whose site run never read
     ``--seed`` has no random draws: another seed is the same run (see the next test)."""
-    if not snippet_results[name].reads_seed:
-        pytest.skip(f"{name}.py never reads --seed: its site run is its run on every seed")
+    if not draws_at_random(name):
+        pytest.skip(f"{name}.py never names --seed: its site run is its run on every seed")
     result = other_seed_results[seed][name]
     failed = {claim: entry["statement"] for claim, entry in result.claims.items() if not entry["holds"]}
     assert not failed, f"{name}.py --seed {seed}: claims do not hold: {failed}"
     assert set(result.claims) == set(snippet_results[name].claims), (
         f"{name}.py --seed {seed} checks other claims than the site's run"
     )
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_snippet_that_never_names_its_seed_never_reads_it(name, snippet_results):
+    """The tests skip the other seeds of a snippet whose source never names the seed; its site
+    run must agree that it never read ``args.seed`` (recorded at run time, however it is read)."""
+    if not draws_at_random(name):
+        assert not snippet_results[name].reads_seed, f"{name}.py read --seed without naming it"
 
 
 def test_a_snippet_that_never_reads_its_seed_is_the_same_run_on_every_seed(snippet_results, tmp_path):
