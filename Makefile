@@ -30,7 +30,7 @@ build: $(VENV)/.site  ## write the static site to site/ (strict)
 test: $(VENV)/.dev  ## run the whole test suite: lint, library, snippets, build, browser
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/python -m pytest --numprocesses=auto --maxprocesses=4 --dist=loadfile
+	$(BIN)/python -m pytest --numprocesses=auto --maxprocesses=4 --dist=loadfile --no-loadscope-reorder
 
 check: $(VENV)/.dev  ## one chapter, fast: make check NAME=dying_relu (lint, run, numbers, claims on 3 seeds, build, its tests)
 	$(BIN)/python -m pipeline.check $(NAME)
