@@ -53,9 +53,9 @@ def origin(base: str) -> str:
     return f"{parts.scheme}://{parts.netloc}/"
 
 
-@pytest.fixture(scope="module")
-def visits(browser, server, site_pages):
-    """Every page visited once, nothing cached, light palette, with axe-core: the problems."""
+def visit_pages(browser, server: str, pages: list) -> list:
+    """Visit ``pages`` (``[(url, Expectation)]``) in one context: nothing cached, light palette,
+    with axe-core; the problems, in order."""
     from axe_playwright_python.sync_playwright import Axe
 
     context = browser.new_context(color_scheme="light", viewport=VIEWPORT)
@@ -64,9 +64,46 @@ def visits(browser, server, site_pages):
     recorder.cache(False)  # every page is measured as a first visit: what it costs on its own
     axe = Axe()
     try:
-        return [checks.visit(page, recorder, url, expected, axe) for url, expected in site_pages.items()]
+        return [checks.visit(page, recorder, url, expected, axe) for url, expected in pages]
     finally:
         context.close()
+
+
+@pytest.fixture(scope="module")
+def visits(browser, server, site_pages):
+    """Every page visited once (see visit_pages), half of them by a second Chromium in a thread
+    of its own (Playwright's sync API wants one instance per thread): a visit mostly waits, on
+    the page's loading and on axe-core, so two at once take little more than half the time.
+    The problems, in page order."""
+    import threading
+
+    from playwright.sync_api import sync_playwright
+
+    pages = list(site_pages.items())
+    second: dict = {}
+
+    def visit_odd_pages():
+        try:
+            with sync_playwright() as playwright:
+                other = checks.launch(playwright, checks.chromium_executable())
+                try:
+                    second["visits"] = visit_pages(other, server, pages[1::2])
+                finally:
+                    other.close()
+        except BaseException as error:  # raised again in the test's thread below
+            second["error"] = error
+
+    thread = threading.Thread(target=visit_odd_pages, name="second browser")
+    thread.start()
+    try:
+        even = visit_pages(browser, server, pages[0::2])
+    finally:
+        thread.join()
+    if "error" in second:
+        raise second["error"]
+    ordered = [None] * len(pages)
+    ordered[0::2], ordered[1::2] = even, second["visits"]
+    return ordered
 
 
 def name(url: str, base: str) -> str:

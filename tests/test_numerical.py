@@ -12,11 +12,30 @@ def cubic(params):
     return ops.sum(params[0] ** 3)
 
 
+def central_error_bound(x):
+    """What central_difference's docstring promises for f = sum(x^3): truncation h_k^2 exactly
+    ((f(x + h) - f(x - h)) / 2h = 3x^2 + h^2 for a cube), plus rounding: each evaluation of a
+    sum of n cubes is off by at most (n + 2) eps sum|x|^3, and the two are divided by 2h_k.
+    Twice that, for the perturbed entry's larger cube and the step's own rounding."""
+    h = numerical.default_step() * np.maximum(1.0, np.abs(x))
+    total = np.sum((np.abs(x) + h.max()) ** 3)
+    return 2 * (h**2 + (x.size + 2) * np.finfo(np.float64).eps * total / h)
+
+
 @settings(max_examples=25, deadline=None)
 @given(S.shapes.flatmap(S.arrays))
 def test_central_difference_on_a_known_gradient(x):
+    """Within the error bound it states, which depends on |f| (the rounding), not only on the
+    entry: an entry of 0.002 beside eight entries of 2 has an error of 1e-9, 1e-4 of its size."""
     (g,) = numerical.central_difference(cubic, [x])
-    np.testing.assert_allclose(g, 3 * x**2, rtol=1e-8, atol=1e-9)
+    assert np.all(np.abs(g - 3 * x**2) <= central_error_bound(x))
+
+
+def test_the_bound_is_tight_enough_to_catch_a_wrong_gradient():
+    x = np.array([[1.953125e-03, 2.0, 2.0], [2.0, 2.0, 2.0], [2.0, 2.0, 2.0]])  # Hypothesis found it
+    (g,) = numerical.central_difference(cubic, [x])
+    assert np.all(np.abs(g - 3 * x**2) <= central_error_bound(x))
+    assert central_error_bound(x).max() < 1e-6  # a gradient off by 1e-6 fails the check
 
 
 @settings(max_examples=25, deadline=None)
