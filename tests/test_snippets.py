@@ -1,7 +1,6 @@
 """Every snippet: it meets the contract, and its numbers match the recorded ones."""
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -91,27 +90,45 @@ def test_a_snippet_that_never_reads_its_seed_is_the_same_run_on_every_seed(snipp
     assert again.numbers == site.numbers and again.claims == site.claims
 
 
+def kind(name: str) -> str:
+    """The libraries a snippet runs on: ``torch``, ``jax`` or ``numpy`` (numpy and matplotlib only)."""
+    from pipeline import executor
+
+    return next(iter(executor.frameworks_of(runner.snippet_path(name))), "numpy")
+
+
 @pytest.fixture(scope="module")
-def bad_argument_runs():
-    """Every snippet started as a reader would, ``python snippets/NAME.py --no-such-option``, two
-    (one per core) at a time: ``name -> CompletedProcess``, started on the first test's request."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    def start(name):
-        command = [sys.executable, str(runner.snippet_path(name)), "--no-such-option"]
-        return subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
-
-    pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 1)
-    yield {name: pool.submit(start, name) for name in NAMES}
-    pool.shutdown(cancel_futures=True)
+def bad_argument_runs(tmp_path_factory):
+    """Every snippet with ``--no-such-option``, run by the warm servers (the libraries already
+    imported, so each costs a fork): ``name -> SnippetError``."""
+    requests = [(runner.snippet_path(name), ("--no-such-option",)) for name in NAMES]
+    outcomes = runner.run_many(requests, cache=tmp_path_factory.mktemp("bad-arguments"), progress=False)
+    return {name: outcomes[(name, ("--no-such-option",))] for name in NAMES}
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_bad_argument_is_a_one_line_error(name, bad_argument_runs):
-    run = bad_argument_runs[name].result()
-    assert run.returncode == 2
-    lines = run.stderr.strip().splitlines()
-    assert len(lines) == 1 and "error: unrecognized arguments: --no-such-option" in lines[0], run.stderr
+    """The snippet's parser is the snippet contract's: exit status 2 and one line naming the
+    option (the process-level half, what a reader's terminal shows, is the next test's)."""
+    failed = bad_argument_runs[name]
+    assert isinstance(failed, runner.SnippetError), f"{name}.py ran with --no-such-option"
+    said = str(failed).removeprefix(f"{runner.snippet_path(name).relative_to(ROOT)}: exited with status 2: ")
+    assert said != str(failed), str(failed)
+    assert said == f"{name}.py: error: unrecognized arguments: --no-such-option (see --help)", said
+
+
+@pytest.mark.parametrize("libraries", ["numpy", "torch", "jax"])
+def test_started_as_a_reader_would_a_bad_argument_prints_one_line(libraries):
+    """``python snippets/NAME.py --no-such-option`` in a fresh process, for the first snippet on
+    each set of libraries: nothing else reaches the terminal (no warning from an import on the
+    way), only the parser's line. A fresh process per snippet would cost 40 CPU-s."""
+    name = next(n for n in NAMES if kind(n) == libraries)
+    command = [sys.executable, str(runner.snippet_path(name)), "--no-such-option"]
+    run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    assert run.returncode == 2 and run.stdout == ""
+    assert run.stderr == f"{name}.py: error: unrecognized arguments: --no-such-option (see --help)\n", (
+        run.stderr
+    )
 
 
 def test_drift_detector_fails_on_a_perturbed_number(snippet_results, tmp_path):
