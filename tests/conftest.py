@@ -108,42 +108,22 @@ def _seed_requests() -> list:
 
 
 SEED_RUNS = "seed-runs"
-_BACKGROUND: dict = {}  # this process's thread running the other seeds, and its outcome
+_BACKGROUND: dict = {}  # this process's thread running (or waiting for) the other seeds, and its outcome
 
 
 @pytest.fixture(scope="session", autouse=True)
 def _other_seeds_in_the_background(tmp_path_factory):
-    """Start the other seeds' runs when the session starts, in a background thread of the first
-    worker here (it holds the lock ``once_per_session`` waits on until the outcome is written):
-    they run while the build, the browser and every other test go on, instead of holding up
-    the worker whose test asks for them first."""
+    """Start the other seeds' runs when the session starts, in a background thread: under xdist
+    the first worker to take ``once_per_session``'s lock runs them while the others' threads
+    wait for its outcome, so they run while the build, the browser and every other test go on,
+    instead of holding up the worker whose test asks for them first."""
     if not SELECTED_FOR_OTHER_SEEDS or not _seed_requests():
         yield
         return
-    lock = None
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        shared, session = tmp_path_factory.getbasetemp().parent, os.environ.get("PYTEST_XDIST_TESTRUNUID", "")
-        lock = open(shared / f"{SEED_RUNS}-{session}.lock", "w")
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:  # another worker runs them
-            lock.close()
-            yield
-            return
-        done = shared / f"{SEED_RUNS}-{session}.pickle"
-        if done.exists():  # a worker that asked first ran them already
-            lock.close()
-            yield
-            return
 
     def run():
-        try:
-            _BACKGROUND["outcome"] = runner.run_many(_seed_requests(), progress=False)
-            if lock is not None:
-                done.write_bytes(pickle.dumps(_BACKGROUND["outcome"]))
-        finally:
-            if lock is not None:
-                lock.close()  # releases the lock: the waiting workers read the outcome
+        compute = lambda: runner.run_many(_seed_requests(), progress=False)  # noqa: E731
+        _BACKGROUND["outcome"] = once_per_session(tmp_path_factory, SEED_RUNS, compute)
 
     _BACKGROUND["thread"] = thread = threading.Thread(target=run, name="other seeds", daemon=True)
     thread.start()

@@ -59,8 +59,8 @@ def test_every_snippet_checks_claims(name, snippet_results):
 @pytest.mark.parametrize("name", NAMES)
 def test_claims_hold_on_other_seeds(name, seed, snippet_results, other_seed_results):
     """The same snippet with ``--seed S`` for S other than the site's: it runs, and every claim
-    holds (the numbers may move; the sentences may not). A snippet whose site run never read
-    ``--seed`` has no random draws: another seed is the same run (see the next test)."""
+    holds (the numbers may move; the sentences may not). A snippet whose source never names
+    ``--seed`` has no random draws: another seed is the same run (see the next two tests)."""
     if not draws_at_random(name):
         pytest.skip(f"{name}.py never names --seed: its site run is its run on every seed")
     result = other_seed_results[seed][name]
