@@ -145,7 +145,6 @@ for reset, label in ((True, "reset"), (False, "stale")):
     rises[label] = np.sum(np.diff(losses[label]) > 0, axis=1)
     results.spread(f"{label}_final_loss", losses[label][:, -1], f"final loss, grad {label}")
     results.spread(f"{label}_rises", rises[label], f"loss rises step to step, grad {label}")
-results.number("steps", args.steps, "training steps")
 results.number("loss_changes", args.steps - 1, "changes between consecutive recorded losses")
 results.spread("fit_initial_loss", losses["reset"][:, 0], "loss before the first step")
 
@@ -191,7 +190,8 @@ results.number("transpose_copy_shares_memory", shares, "ascontiguousarray(W.T) s
 results.number("encoder_contiguous", bool(np.copy(W_dec0.T).flags.c_contiguous), "encoder C-contiguous")
 results.spread("adam_max_disagreement", agreement, "autoencoder: largest disagreement", atol=1e-7)
 results.number("adam_steps", adam_steps, "Adam steps of the autoencoder")
-results.number("adam_lr", args.adam_lr, "Adam's learning rate")
+for key in ("steps", "lr", "adam_lr"):  # the settings the chapter quotes
+    results.number(key, getattr(args, key), f"setting: {key}")
 grad_first, flagged, enc_total, v_enc_max, v_dec_min, m_enc, falling = zip(*stuck, strict=True)
 results.spread("stuck_grad_norm", grad_first, "flawed run: encoder gradient norm at step 1")
 for key, (_, _, legend) in RUNS.items():
