@@ -95,7 +95,7 @@ def test_the_test_workflow_runs_make_test_on_pull_requests():
     assert python["with"]["python-version"] == "3.11" and python["with"]["cache"] == "pip"
     assert python["with"]["cache-dependency-path"] == "requirements*.txt"
     runs = "\n".join(s.get("run", "") for s in steps)
-    assert "sudo apt-get install -y chromium" in runs and "make test" in runs
+    assert "sudo apt-get install -y chromium-headless-shell" in runs and "make test" in runs
 
 
 def test_the_deploy_workflow_builds_strictly_and_publishes_pages_from_main():
