@@ -16,7 +16,9 @@ In a chapter's Markdown:
 * ``{{ range dying_relu.dead_end:.0% }}`` inserts the range over seeds of a quantity the snippet
   recorded with ``results.spread``: ``33–39%`` (one value when both ends print alike).
 * ``{{ dying_relu.leaky_revives }}`` where ``leaky_revives`` is a claim inserts the claim's
-  statement; a claim that does not hold never gets here (the snippet fails first).
+  statement; a claim that does not hold never gets here (the snippet fails first). In a run
+  with arguments (below) a claim may not hold (it is printed as a note): quoting it there fails
+  the build, so an answer can state a claim only where it was checked.
 * ``{{ dying_relu(--lr 0.05).dead_end_median:.0% }}`` quotes the snippet run with those
   command-line arguments (the answer to an exercise that gives that command): the build runs it
   too, cached like every run, so an answer can never disagree with its command.
@@ -247,6 +249,12 @@ def substitute(markdown: str, results: dict, page: str) -> str:
         if key in claims and key not in numbers:
             if spec:
                 raise MacroError(f"{where}: {key!r} is a claim: it has a statement, no format spec")
+            if not claims[key].get("holds", False):  # only a run with arguments gets here with one
+                run = f"{snippet}.py {match['args'].strip()}" if match["args"] else f"{snippet}.py"
+                raise MacroError(
+                    f"{where}: the claim does not hold in the run {run}, so its statement "
+                    f"would be false here: {claims[key]['statement']}"
+                )
             return claims[key]["statement"]
         if key not in numbers:
             known = ", ".join([*numbers, *claims]) or "none"

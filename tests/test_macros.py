@@ -150,3 +150,22 @@ def test_a_run_with_arguments_is_quoted_from_its_own_result():
     assert macros.quoted_keys(text) == {("demo", "ratio")}, "an answer is not a recorded number"
     with pytest.raises(macros.MacroError, match=r"the run demo.py --lr 1 was not made"):
         macros.substitute("{{ demo(--lr 1).ratio }}", results, "page.md")
+
+
+def test_a_claim_that_does_not_hold_in_the_quoted_run_fails_the_build():
+    """A run with arguments records a claim that fails as a note; its statement would be false
+    in an answer that quoted it, so quoting it is an error naming the run; one that holds there
+    is quoted."""
+    run = SimpleNamespace(
+        numbers={},
+        claims={
+            "stalls": {"holds": False, "statement": "SGD stalls at every learning rate."},
+            "moves": {"holds": True, "statement": "Adam moves every layer."},
+        },
+        figures={},
+    )
+    results = {**RESULTS, ("demo", ("--depth", "10")): run}
+    assert macros.substitute("{{ demo(--depth 10).moves }}", results, "page.md") == "Adam moves every layer."
+    with pytest.raises(macros.MacroError, match=r"page.md:1: .*does not hold in the run demo.py --depth 10"):
+        macros.substitute("{{ demo(--depth 10).stalls }}", results, "page.md")
+
