@@ -168,4 +168,3 @@ def test_a_claim_that_does_not_hold_in_the_quoted_run_fails_the_build():
     assert macros.substitute("{{ demo(--depth 10).moves }}", results, "page.md") == "Adam moves every layer."
     with pytest.raises(macros.MacroError, match=r"page.md:1: .*does not hold in the run demo.py --depth 10"):
         macros.substitute("{{ demo(--depth 10).stalls }}", results, "page.md")
-
