@@ -173,3 +173,23 @@ def test_a_twin_spread_mirrors_median_min_and_max(tmp_path):
     assert set(results.twins) == {"dead_median", "dead_min", "dead_max"}
     assert results.twins["dead_min"] == {"of": "demo.dead_min", "rtol": 0.0, "atol": 0.0, "reason": "exact"}
     assert results.numbers["dead_max"]["value"] == 0.5 and results.numbers["n_seeds"]["value"] == 3
+
+
+def test_an_answers_claim_fails_no_run_and_is_recorded_as_one(tmp_path, capsys, monkeypatch):
+    """A claim only an exercise's answer states may be false at the defaults: the run still
+    succeeds, the table says "no (answer)", and numbers.json marks it, for the build to check
+    where a page quotes it."""
+    monkeypatch.delitem(sys.modules, "ipykernel", raising=False)
+    results = snippet.Results("demo", tmp_path)
+    results.claim("trains", False, "Plain SGD trains at gain 1.", {"final": 0.99}, answer=True)
+    results.claim("small", True, "The ratio is below 1.")
+    results.save()  # no SystemExit
+    shown = capsys.readouterr()
+    assert "no (answer)  Plain SGD trains at gain 1." in shown.out and "does not hold" not in shown.err
+    saved = json.loads((tmp_path / "numbers.json").read_text())
+    assert saved["claims"]["trains"] == {
+        "holds": False,
+        "statement": "Plain SGD trains at gain 1.",
+        "answer": True,
+    }
+    assert saved["claims"]["small"] == {"holds": True, "statement": "The ratio is below 1."}

@@ -18,7 +18,9 @@ Two more things make a snippet's sentences trustworthy:
   "larger than", "agree to 1e-9") is stated as ``results.claim(name, holds, statement,
   values)``. ``save()`` records all claims and then fails the run (exit status 1, or an
   exception in a notebook) naming every claim that does not hold, with its statement and
-  values: a sentence the numbers stop supporting cannot be published.
+  values: a sentence the numbers stop supporting cannot be published. A sentence only an
+  exercise's answer states, about other settings, is ``results.claim(..., answer=True)``: it
+  fails no run, and the build fails if a page quotes it from a run where it does not hold.
 * **Seeds.** An experiment with random draws runs on ``seeds(args.seed)`` (five seeds derived
   from ``--seed``: 0-4 for the site's seed 0, 5-9 for seed 1, ...) and records its spread with
   ``results.spread(key, values, about)``: ``key_median``, ``key_min``, ``key_max``. The prose
@@ -232,13 +234,19 @@ class Results:
         if not reason.strip():
             raise ValueError(f"twin {key!r} needs the reason for its tolerance")
 
-    def claim(self, name: str, holds, statement: str, values: dict | None = None) -> None:
+    def claim(
+        self, name: str, holds, statement: str, values: dict | None = None, *, answer: bool = False
+    ) -> None:
         """State a sentence the chapter derives from the numbers, as a checked condition.
 
         ``holds`` is the condition's outcome (for a random experiment: on every seed);
         ``statement`` the one-line sentence, quotable as ``{{ NAME.name }}``; ``values`` the
         numbers behind it, shown when it fails. Failing claims fail ``save()``. Returns
         nothing, so a notebook cell that ends with a claim shows no stray ``True``.
+
+        ``answer=True``: a sentence only an exercise's answer states, about the run with the
+        exercise's arguments (``{{ NAME(--gain 1).name }}``); it may be false at the defaults,
+        so it fails no run, and quoting it from a run where it does not hold fails the build.
         """
         if not KEY.match(name):
             raise ValueError(f"claim {name!r}: use lower_case letters, digits and _")
@@ -252,6 +260,8 @@ class Results:
             raise ValueError(f"claim {name!r} needs a statement")
         shown = {key: _plain(value) for key, value in (values or {}).items()}
         self.claims[name] = {"holds": holds, "statement": statement.strip(), "values": shown}
+        if answer:
+            self.claims[name]["answer"] = True
 
     def figure(self, fig, key: str, alt: str):
         """Save a figure as ``key.svg`` and ``key-dark.svg``; ``alt`` says what it shows."""
@@ -409,17 +419,17 @@ class Results:
             lines.append("")
             lines.append(f"{'claim':<{width}}  {'holds':>12}  statement")
             for name, entry in self.claims.items():
-                lines.append(
-                    f"{name:<{width}}  {'yes' if entry['holds'] else 'NO':>12}  {entry['statement']}"
-                )
+                holds = "yes" if entry["holds"] else ("no" if entry.get("answer") else "NO")
+                holds += " (answer)" if entry.get("answer") else ""
+                lines.append(f"{name:<{width}}  {holds:>12}  {entry['statement']}")
         return "\n".join(lines)
 
     def failed_claims(self) -> str:
-        """The claims that do not hold, one paragraph each, or ''."""
+        """The claims that do not hold, one paragraph each, or '' (an answer's claims aside)."""
         return "\n".join(
             f"claim {name!r} does not hold: {entry['statement']}\n  values: {entry['values']}"
             for name, entry in self.claims.items()
-            if not entry["holds"]
+            if not entry["holds"] and not entry.get("answer")
         )
 
     def save(self):
@@ -430,7 +440,12 @@ class Results:
             "snippet": self.name,
             "numbers": self.numbers,
             "claims": {
-                name: {"holds": c["holds"], "statement": c["statement"]} for name, c in self.claims.items()
+                name: {
+                    "holds": c["holds"],
+                    "statement": c["statement"],
+                    **({"answer": True} if c.get("answer") else {}),
+                }
+                for name, c in self.claims.items()
             },
             "figures": self.figures,
             **({"interactive": self.interactive} if self.interactive else {}),
