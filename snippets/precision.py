@@ -1,10 +1,9 @@
 """Precision: reverse mode in float32 and float16 against a float64 reference, and where it loses.
 
-Reverse mode on deep tanh networks in float32 and float16 against float64, over depth; tanh's
-slope written as 1 - y^2 in float32 where tanh saturates; float16 gradients of a deep sigmoid
-network that underflow (decomposed), loss scaling with a GradScaler-like dynamic scale,
-clipping before unscaling, and bfloat16 updates lost to rounding. Five seeds. Quoted by
-docs/precision.md.
+Reverse mode on deep tanh networks in float32 and float16 against float64, over depth; tanh's slope written
+as 1 - y^2 in float32 where tanh saturates; float16 gradients of a deep sigmoid network that underflow
+(decomposed), loss scaling with a GradScaler-like dynamic scale, clipping before unscaling, and bfloat16
+updates lost to rounding. Five seeds. Quoted by docs/precision.md.
 """
 
 # %% [markdown]
@@ -23,22 +22,12 @@ parser.add_argument("--width", type=snippet.positive_int, default=32, help="hidd
 parser.add_argument("--sigmoid-depth", type=snippet.positive_int, default=10, help="layers, underflow net")
 parser.add_argument("--clip", type=snippet.positive_float, default=1.0, help="gradient-norm clip threshold")
 args, results = snippet.parse(parser)
-SEEDS = snippet.seeds(args.seed)
-F16 = np.finfo(np.float16)
+SEEDS, F16 = snippet.seeds(args.seed), np.finfo(np.float16)
 spread, number, CLAIMS = results.spread, results.number, []
-
-
-def loss(params, X, y, activation="tanh"):
-    return ops.mean((models.mlp(params, X, activation) - y) ** 2)
-
-
-def rel(a, b):  # normwise relative error
-    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    return float(np.linalg.norm(a - b) / np.linalg.norm(b))
-
-
+loss = lambda params, X, y: ops.mean((models.mlp(params, X, "tanh") - y) ** 2)  # noqa: E731
+rel = lambda a, b: float(np.linalg.norm(np.subtract(a, b, dtype=np.float64))  # noqa: E731  normwise relative error
+                         / np.linalg.norm(np.asarray(b, dtype=np.float64)))  # fmt: skip
 data = lambda rng: (rng.normal(size=(16, 8)), rng.normal(size=(16, 1)))  # noqa: E731  a batch of 16
-
 
 # %% [markdown]
 # ## Error over depth (tanh networks, unsaturated)
@@ -66,19 +55,12 @@ spread("reference_agreement", agreement, "largest disagreement of the float64 me
 for name in ("float32", "float16"):
     number(f"eps_{name}", np.finfo(name).eps, f"machine epsilon, {name}")
     spread(f"grad_error_in_eps_{name}", errors[name].max(1), f"worst layer-1 grad error, eps, {name}", 1)
-    spread(
-        f"loss_error_in_eps_{name}", errors["loss" + name[-2:]].max(1), f"worst loss error, eps, {name}", 1
-    )
+    spread(f"loss_error_in_eps_{name}", errors["loss" + name[-2:]].max(1), f"worst loss error, eps, {name}",
+           1)  # fmt: skip
 worst = {"float32": errors["float32"].max(), "float16": errors["float16"].max()}
-CLAIMS.append(
-    (
-        "few_eps",
-        max(worst.values()) < 50,
-        "Unsaturated, the reverse-mode gradient is within 50 "
-        "machine epsilons of float64 in both precisions, at every depth and seed.",
-        worst,
-    )
-)
+loss32, grad32 = errors["loss32"].max(1), errors["float32"].max(1)
+CLAIMS.append(("few_eps", max(worst.values()) < 50, "Unsaturated, the reverse-mode gradient is within 50 "
+    "machine epsilons of float64 in both precisions, at every depth and seed.", worst))  # fmt: skip
 
 # %% [markdown]
 # ## Saturated: tanh's slope written from its output
@@ -87,14 +69,12 @@ CLAIMS.append(
 
 # %%
 z_points = np.array([5.0, 8.0, 10.0], dtype=np.float32)
-exact = 1 / np.cosh(z_points.astype(np.float64)) ** 2
+exact, stable = 1 / np.cosh(z_points.astype(np.float64)) ** 2, scaling.sech_squared(z_points)
 from_output = engine.grad(lambda p: ops.sum(ops.tanh(p[0])), [z_points])[0]
-stable = scaling.sech_squared(z_points)
 slope_err, stable_err = check.rel_error(from_output, exact), check.rel_error(stable, exact)
 for z, a, b in zip(z_points, slope_err, stable_err, strict=True):
-    number(
-        f"slope_error_z{z:.0f}", a, f"relative error of 1 - y^2 at z = {z:.0f}, float32 (libm-dependent)", 0.5
-    )
+    number(f"slope_error_z{z:.0f}", a, f"relative error of 1 - y^2 at z = {z:.0f}, float32 (libm-dependent)",
+           0.5)  # fmt: skip
     number(f"stable_error_z{z:.0f}", b, f"relative error of sech^2 at z = {z:.0f}, float32", 1, 1e-6)
 same_rule = bool(np.array_equal(from_output, scaling.tanh_slope_from_output(np.tanh(z_points))))
 CLAIMS.append(("saturated_slope_loses", same_rule and slope_err[1] > 0.01 and slope_err[2] == 1
@@ -111,34 +91,45 @@ CLAIMS.append(("saturated_slope_loses", same_rule and slope_err[1] > 0.01 and sl
 
 # %%
 tiny, normal = float(F16.smallest_subnormal), float(F16.smallest_normal)
-scales = 2.0 ** np.arange(0, 25)
+scales, D10 = 2.0 ** np.arange(0, 25), parser.get_default("sigmoid_depth")
 KEYS = "zero final inter dead below_normal bits s_max s_need lifted err1 err_s zero_s skipped clip_ratio norm"
-stats = {k: [] for k in (KEYS + " lost kept_rne kept_master kept_sr").split()}
+KEYS10 = "final final10 err_s err_s10"  # final underflow, error at the largest safe S; at depth D10
+stats = {k: [] for k in (KEYS + " lost kept_rne kept_master kept_sr final10 err_s10").split()}
 trajectory_first = first_runs = None
-for s, seed in enumerate(SEEDS):
-    rng = np.random.default_rng(seed)
-    X, y = data(rng)
-    sizes = [8] + [args.width] * args.sigmoid_depth + [1]
-    deep, X16 = [p.astype(np.float16) for p in models.init_mlp(sizes, "glorot", rng)], X.astype(np.float16)
+
+
+def scaled_runs(seed, depth):
+    """One seed's float16 sigmoid net of ``depth`` layers: float64 reference, scale sweep, largest safe S."""
+    X, y = data(rng := np.random.default_rng(seed))
+    deep = [p.astype(np.float16) for p in models.init_mlp([8] + [args.width] * depth + [1], "glorot", rng)]
+    X16 = X.astype(np.float16)
     _, ref, _ = scaling.mlp_scaled_grads([p.astype(np.float64) for p in deep], X16.astype(float), y, 1)
     with np.errstate(all="ignore"):
         outputs = [scaling.mlp_scaled_grads(deep, X16, y, S) for S in scales]
-    runs, delta1 = [o[1] for o in outputs], outputs[0][2][0]  # scaled gradients; delta_1 at S = 1
+    runs = [o[1] for o in outputs]  # scaled gradients
     finite = np.array([all(np.all(np.isfinite(g)) for g in grads) for grads in runs])
-    g1, r1 = runs[0][0], ref[0]
+    best = int(np.flatnonzero(finite)[-1]) if finite.all() else int(np.argmin(finite)) - 1  # largest safe S
+    final = np.mean((runs[0][0] == 0) & (ref[0] != 0) & (np.abs(ref[0]) <= tiny / 2))  # see `storable` below
+    err_s = rel(runs[best][0].astype(np.float32) / np.float32(scales[best]), ref[0])
+    return rng, deep, ref, outputs, runs, finite, best, final, err_s
+
+
+for s, seed in enumerate(SEEDS):
+    rng, deep, ref, outputs, runs, finite, best, final, err_s = scaled_runs(seed, args.sigmoid_depth)
+    at10 = scaled_runs(seed, D10)[-2:] if args.sigmoid_depth != D10 else (final, err_s)  # exercise 1 compares
+    stats["final10"], stats["err_s10"] = stats["final10"] + [at10[0]], stats["err_s10"] + [at10[1]]
+    delta1, g1, r1 = outputs[0][2][0], runs[0][0], ref[0]  # delta_1 at S = 1
     zero, storable = (g1 == 0) & (r1 != 0), np.abs(r1) > tiny / 2  # storable: the exact value rounds to > 0
     masks = {"zero": zero, "final": zero & ~storable, "inter": zero & storable,
              "below_normal": np.abs(r1) < normal}  # fmt: skip
     for key, mask in (masks | {"dead": zero & storable & np.all(delta1 == 0, axis=0)}).items():
         stats[key].append(np.mean(mask))
     stats["bits"].append(scaling.significant_bits(g1).max())
-    best = int(np.flatnonzero(finite)[-1]) if finite.all() else int(np.argmin(finite)) - 1  # largest safe S
-    S = scales[best]
-    stats["s_max"].append(S)
+    stats["s_max"].append(S := scales[best])
     stats["s_need"].append(2.0 ** np.ceil(np.log2(normal / np.median(np.abs(r1)))))
     stats["lifted"].append(np.mean(np.abs(S * r1) >= normal))
     stats["err1"].append(rel(g1, r1))
-    stats["err_s"].append(rel(runs[best][0].astype(np.float32) / np.float32(S), r1))
+    stats["err_s"].append(err_s)
     stats["zero_s"].append(np.mean((runs[best][0] == 0) & (r1 != 0)))
     # GradScaler's schedule over 10,000 steps with these gradients held fixed (no training): overflow at
     # S is known exactly from the runs above, so the schedule is periodic
@@ -151,8 +142,7 @@ for s, seed in enumerate(SEEDS):
     trajectory_first, first_runs = (trajectory, (runs, ref)) if s == 0 else (trajectory_first, first_runs)
     # clipping the scaled gradient instead of the unscaled one
     scaled = [g.astype(np.float32) for g in runs[best]]
-    norm = np.sqrt(sum(np.sum(g.astype(np.float64) ** 2) for g in scaled)) / S
-    stats["norm"].append(norm)
+    stats["norm"].append(norm := np.sqrt(sum(np.sum(g.astype(np.float64) ** 2) for g in scaled)) / S)
     stats["clip_ratio"].append(min(1, args.clip / norm) / min(1, args.clip / (S * norm)))
     # bfloat16 weights: updates with update/weight ratios log-uniform in [1e-5, 1e-1], once and 100 times
     w = np.concatenate([p.astype(np.float32).ravel() for p in deep[0:-2:2]])
@@ -165,8 +155,7 @@ for s, seed in enumerate(SEEDS):
         rne, master = scaling.to_bfloat16(rne + dw), master + dw
         sr = scaling.to_bfloat16_stochastic(sr + dw, rng)
     for key, final_w in (("kept_rne", rne), ("kept_master", master), ("kept_sr", sr)):
-        ratio = (final_w - w16)[moved].astype(np.float64) / (100.0 * dw[moved])
-        stats[key].append(np.mean(ratio))
+        stats[key].append(np.mean((final_w - w16)[moved].astype(np.float64) / (100.0 * dw[moved])))
 
 results.frames("scale_sweep", **loss_scale_sweep.frames(*first_runs, scales, SEEDS[0]))  # the slider
 for key, about, rtol in (
@@ -189,13 +178,13 @@ for key, about, rtol in (
     ("kept_rne", "mean share of 100 updates kept per weight, bfloat16", 1e-2),
     ("kept_master", "the same with a float32 master copy", 1e-2),
     ("kept_sr", "the same with stochastic rounding to bfloat16", 1e-2),
-):
+):  # fmt: skip
     spread(key, stats[key], about, rtol=rtol, atol=1e-9)
 st = {k: np.array(v) for k, v in stats.items()}
 constants = {"smallest_subnormal_float16": tiny, "smallest_normal_float16": normal, "eps_bfloat16": 2.0**-7}
 constants |= {"largest_float16": float(F16.max), "clip": args.clip, "sigmoid_depth": args.sigmoid_depth}
+constants |= {"max_depth": int(depths[-1])}
 constants |= {f"{k}_float32": float(getattr(np.finfo("float32"), k)) for k in ("smallest_normal", "max")}
-constants["max_depth"] = int(depths[-1])
 for key, value in constants.items():
     number(key, value, key.replace("_", " "))
 CLAIMS += [
@@ -218,6 +207,17 @@ CLAIMS += [
      "over half the updates are lost; a float32 master copy keeps them within 1%, stochastic rounding "
      "within 10% on average.",
      {"lost": st["lost"], "rne": st["kept_rne"], "sr": st["kept_sr"]}),
+    ("loss_error_small", np.all(loss32 < 2) and np.all(loss32 < grad32), "On every seed the float32 loss "
+     "value is within 2 epsilons of float64 and closer, relative to its size, than the first-layer gradient.",
+     {"loss": loss32, "grad": grad32}),
+]  # fmt: skip
+ANSWERS = [  # what exercises 1 and 2 answer, about other settings (--sigmoid-depth 14, --clip 100)
+    ("deeper_worse", np.all(st["final"] > st["final10"]) and np.all(st["err_s"] > st["err_s10"]), "On every "
+     f"seed both are higher than the same seed gives at depth {D10}.", {k: st[k] for k in KEYS10.split()}),
+    ("scale_too_small", np.all(st["s_need"] > st["s_max"]), "On every seed that scale is above the largest "
+     "safe scale.", {"need": st["s_need"], "s_max": st["s_max"]}),
+    ("clip_between", np.all((st["norm"] < args.clip) & (100 * args.clip < st["s_max"] * st["norm"])), "On "
+     "every seed $c$ is above the unscaled norm and under 1% of the scaled norm.", {"norm": st["norm"]}),
 ]  # fmt: skip
 
 # %%
@@ -244,6 +244,6 @@ results.figure(fig, "loss_scaling", alt=f"Left: on each of {len(SEEDS)} seeds, {
                "gradients held at their initial values.")  # fmt: skip
 
 # %%
-for name, holds, statement, values in CLAIMS:
-    results.claim(name, bool(holds), statement, values)
+for name, holds, statement, values, *answer in CLAIMS + [(*claim, True) for claim in ANSWERS]:
+    results.claim(name, bool(holds), statement, values, answer=bool(answer))
 results.save()
