@@ -14,7 +14,6 @@ import numpy as np
 from gradlab import engine, leaks, numerical, ops, snippet
 from gradlab.check import normwise_rel_error
 from gradlab.leaks import normwise_disagreement as disagreement
-from gradlab.leaks import update_norms
 
 parser = snippet.parser(__doc__)
 parser.add_argument("--batch", type=snippet.positive_int, default=32, help="embedding lookups per batch")
@@ -24,7 +23,6 @@ parser.add_argument("--lr", type=snippet.positive_float, default=0.05, help="lea
 parser.add_argument("--adam-lr", type=snippet.positive_float, default=0.01, help="Adam's learning rate")
 args, results = snippet.parse(parser)
 SEEDS = snippet.seeds(args.seed)
-
 
 # %% [markdown]
 # ## A fork: one weight, two paths
@@ -87,13 +85,12 @@ def lookup_errors(seed):
 
 
 unique_rows, buffered_err, add_at_err, lookup_agree, one_write = zip(*map(lookup_errors, SEEDS), strict=True)
-results.number("batch", args.batch, "embedding lookups per batch")
-results.number("vocab", args.vocab, "rows of the embedding table")
 results.spread("unique_rows", unique_rows, "distinct rows looked up")
 results.spread("lost_contributions", args.batch - np.array(unique_rows), "dropped by grad[idx] += G")
 results.spread("gather_buffered_error", buffered_err, "grad[idx] += G vs central")
 results.spread("gather_add_at_error", add_at_err, "np.add.at vs central", atol=1e-7)
 results.spread("gather_max_disagreement", lookup_agree, "lookup: largest disagreement", atol=1e-7)
+results.number("repeat_probability", 1 - np.prod(1 - np.arange(args.batch) / args.vocab), "P(a row repeats)")
 
 # %% [markdown]
 # ## Views and copies
@@ -117,9 +114,8 @@ for name in SELECTIONS:
 
 # %% [markdown]
 # ## Gradients that are never reset
-# The engine's `.grad` accumulates across `backward()` calls, by design (it is how a fork gets
-# the sum). A training loop must reset it before each step; otherwise step $k$ uses the sum of
-# all $k$ gradients so far.
+# The engine's `.grad` accumulates across `backward()` calls, by design (it is how a fork gets the
+# sum). A training loop must reset it before each step; else step $k$ uses the sum of all $k$ so far.
 
 
 # %%
@@ -179,10 +175,9 @@ for seed in SEEDS:
         finals[key].append(history[-1])
         if key == "flawed":  # flagged after step 1; the encoder's gradient then, its state at the end
             v, m, falling = opt.exp_avg_sq, opt.exp_avg, floors[-1][0] <= history[-1] < history[-args.steps]
-            moved_enc, grad_enc = update_norms(start, params)[0], np.linalg.norm(grads[0])
+            moved_enc, grad_enc = leaks.update_norms(start, params)[0], np.linalg.norm(grads[0])
             stuck.append((grad_enc, flagged, moved_enc, v[0].max(), v[1].min(), np.any(m[0] != 0), falling))
-        if seed == SEEDS[0]:
-            curves[legend] = history
+        curves.setdefault(legend, history)  # the first seed's
 
 # %% The record, and the chapter's sentences as claims
 shares = bool(np.shares_memory(np.ascontiguousarray(W_dec0.T), W_dec0))
@@ -190,7 +185,7 @@ results.number("transpose_copy_shares_memory", shares, "ascontiguousarray(W.T) s
 results.number("encoder_contiguous", bool(np.copy(W_dec0.T).flags.c_contiguous), "encoder C-contiguous")
 results.spread("adam_max_disagreement", agreement, "autoencoder: largest disagreement", atol=1e-7)
 results.number("adam_steps", adam_steps, "Adam steps of the autoencoder")
-for key in ("steps", "lr", "adam_lr"):  # the settings the chapter quotes
+for key in ("batch", "vocab", "steps", "lr", "adam_lr"):  # the settings the chapter quotes
     results.number(key, getattr(args, key), f"setting: {key}")
 grad_first, flagged, enc_total, v_enc_max, v_dec_min, m_enc, falling = zip(*stuck, strict=True)
 results.spread("stuck_grad_norm", grad_first, "flawed run: encoder gradient norm at step 1")
@@ -208,15 +203,21 @@ wrong = v["gather_buffered_error_min"] > 0.1 or max(unique_rows) == args.batch
 adding = "every seed: += and add.at match central to 1e-8; = drops exactly one path; [idx] += is > 0.1 off"
 results.claim("adding_is_right", right and wrong, adding)
 results.claim("one_write_survives", all(one_write), "grad[idx] += G keeps one contribution per row")
+exact = [e > 0.01 if u < args.batch else e < 1e-8 for u, e in zip(unique_rows, buffered_err, strict=True)]
+repeat = "On every seed `grad[idx] += G` errs by over 1% if a row repeats and by under 1e-8 if none does."
+results.claim("buffered_wrong_iff_repeat", all(exact), repeat, {"error": buffered_err})
 only_slice = min(moved["slice"]) > 0 == max(moved["boolean"] + moved["integer"])
 results.claim("only_slice_moves", only_slice, "on every seed, only the slice's update reaches w", moved)
 stale_ok = max(rises["reset"]) == 0 and min(rises["stale"]) > 10 and v["stale_final_loss_min"] > 0
 stale_ok = stale_ok and np.all(losses["stale"][:, -1] > losses["reset"][:, -1])
 stale = "on every seed, reset: the loss never rises; never reset: it rises > 10 times and ends higher"
 results.claim("stale_oscillates", stale_ok, stale)
+stale = "On every seed the loss without the reset rises more than 10 times and ends higher than with it."
+results.claim("reset_still_needed", stale_ok, stale, answer=True)
 stuck_ok = max(enc_total) == 0 == max(v_enc_max) and min(grad_first) > 0 and all(m_enc)
 stuck = "flawed: encoder and its exp_avg_sq stay exactly as they started; its gradient and exp_avg do not"
 results.claim("encoder_never_moves", stuck_ok and min(v_dec_min) > 0, stuck, {"update": enc_total})
+results.claim("stuck", stuck_ok, "On every seed the encoder stays put; its gradient is not 0.", answer=True)
 flagged_ok = all(f == ["encoder"] for f in flagged)
 results.claim("diagnostic_flags_encoder", flagged_ok, "after step 1 the check flags the encoder alone")
 results.claim("stalls", ratio.min() > 3, "the stuck run ends > 3 times above the correct one", {"r": ratio})
@@ -237,13 +238,12 @@ axes[1].axhline(floor[0], color="0.5", linestyle=":", label="floor with the enco
 axes[1].set(title="Adam on a linear autoencoder", xlabel="step", ylabel="loss (log scale)")
 for ax in axes:
     ax.legend(fontsize=8)
-results.figure(
-    fig,
-    "lost_updates",
-    alt=f"Seed {SEEDS[0]}. Left: of {args.steps - 1} step-to-step changes of the loss, "
+alt = (
+    f"Seed {SEEDS[0]}. Left: of {args.steps - 1} step-to-step changes of the loss, "
     f"{rises['reset'][0]} are rises with the gradient reset every step and {rises['stale'][0]}, "
     "oscillating, with it never reset. Right: Adam on a linear autoencoder; the loss ends at "
     + "; ".join(f"{curves[legend][-1]:.3g} ({legend})" for _, _, legend in RUNS.values())
-    + f"; with the encoder frozen, no decoder gets below {floor[0]:.3g}.",
+    + f"; with the encoder frozen, no decoder gets below {floor[0]:.3g}."
 )
+results.figure(fig, "lost_updates", alt=alt)
 results.save()
