@@ -38,15 +38,13 @@ y = y_clean + args.offset * is_outlier
 for key, value, about in [
     ("points", args.points, "data points"), ("outliers", args.outliers, "gross outliers"),
     ("outlier_fraction", args.outliers / args.points, "outliers as a fraction of the points"),
-    ("offset", args.offset, "outliers' shift in y"),
-    ("delta", args.delta, "Huber threshold"), ("logit", args.logit, "logit where the gradients are quoted"),
+    ("offset", args.offset, "outliers' shift in y"), ("flip", args.flip, "probability of flipping a label"),
+    ("logit", args.logit, "logit where the gradients are quoted"), ("delta", args.delta, "Huber threshold"),
     ("true_slope", true_slope, "slope of the true line"), ("true_intercept", true_intercept, "its intercept"),
-    ("first_seed", SEEDS[0], "seed of the regression figure"),
-    ("lr", args.lr, "the pitfall's learning rate"),
+    ("first_seed", SEEDS[0], "seed of the regression figure"), ("lr", args.lr, "the pitfall's learning rate"),
     ("init_weight", args.init_weight, "initial weight of the logistic model"),
     ("lr_grid_min", LRS[0], "smallest grid rate"), ("lr_grid_max", LRS[-1], "largest grid rate"),
     ("max_steps", CAP, "step cap of the tuned runs (the pitfall runs: 5 times more)"),
-    ("flip", args.flip, "probability of flipping a label"),
     ("cls_points", N_CLS, "points per seed of the logistic model"),
 ]:  # fmt: skip
     results.number(key, value, about)
@@ -107,18 +105,12 @@ labels = {"squared": "squared error", "huber": "Huber", "squared_clean": "square
 for (name, (slope, intercept)), style, color in zip(fits.items(), "--:", plot.PALETTE[:3], strict=True):
     ax.plot(grid, slope[0] * grid + intercept[0], style, color=color, label=labels[name])
 ax.plot(grid, true_slope * grid + true_intercept, color=plot.PALETTE[4], lw=1, label="true line")
-ax.set(
-    title=f"{args.outliers} outliers tilt the squared-error line (seed {SEEDS[0]})", xlabel="x", ylabel="y"
-)
+ax.set(title=f"{args.outliers} outliers tilt the squared-error line (seed {SEEDS[0]})")
+ax.set(xlabel="x", ylabel="y")
 ax.legend(loc="lower left")
-results.figure(
-    fig,
-    "regression_fits",
-    alt=f"Seed {SEEDS[0]}: noisy points along a line and {args.outliers} outliers moved by {args.offset:g} "
-    "in y at the right end. Slope error of each fitted line: "
-    + "; ".join(f"{labels[name]}: {errors[name][0]:.2f}" for name in fits)
-    + ".",
-)
+results.figure(fig, "regression_fits", alt=f"Seed {SEEDS[0]}: noisy points along a line and {args.outliers} "
+               f"outliers moved by {args.offset:g} in y at the right end. Slope error of each fitted line: "
+               + "; ".join(f"{labels[name]}: {errors[name][0]:.2f}" for name in fits) + ".")  # fmt: skip
 
 # %% [markdown]
 # ## Squared error behind a sigmoid, against cross-entropy from logits
@@ -137,12 +129,9 @@ ax.axvline(args.logit, color=plot.PALETTE[4], linestyle=":", label=f"z = {args.l
 ax.set(yscale="log", title="Cross-entropy keeps a gradient where the sigmoid saturates (label 1)")
 ax.set(xlabel="logit z", ylabel="|dL/dz| (log scale)")
 ax.legend()
-results.figure(
-    fig,
-    "logit_gradients",
-    alt="Absolute gradient with respect to the logit for label 1: cross-entropy's tends to 1 as z "
-    "becomes very negative, sigmoid plus squared error's falls exponentially toward zero.",
-)
+results.figure(fig, "logit_gradients", alt="Absolute gradient with respect to the logit for label 1: "
+               "cross-entropy's tends to 1 as z becomes very negative, sigmoid plus squared error's falls "
+               "exponentially toward zero.")  # fmt: skip
 at_logit = np.array([args.logit])
 for key, loss in LOGIT_LOSSES.items():
     (gradient,) = engine.grad(lambda p, loss=loss: ops.sum(loss(p[0], 1.0)), [at_logit])
@@ -178,9 +167,8 @@ fitted = {key: shape.minima(key, x_cls, y_cls) for key in LOGIT_LOSSES}  # ((w, 
 minima, steps, best, at_gap = {key: fitted[key][1] for key in LOGIT_LOSSES}, {}, {}, {}
 fig, ax = plt.subplots(figsize=(8.4, 3.6))
 for optimizer, key in [(o, k) for o in shape.OPTIMIZERS for k in LOGIT_LOSSES]:
-    grid, best[optimizer, key], steps[optimizer, key] = shape.tune(
-        key, optimizer, LRS, args.init_weight, x_cls, y_cls, minima[key], max_steps=CAP
-    )
+    run = (key, optimizer, LRS, args.init_weight, x_cls, y_cls, minima[key])
+    grid, best[optimizer, key], steps[optimizer, key] = shape.tune(*run, max_steps=CAP)
     results.number(f"best_lr_{optimizer}_{key}", best[optimizer, key], f"{optimizer}, {key}: best grid rate")
     results.spread(f"steps_{optimizer}_{key}", steps[optimizer, key], f"{optimizer}, {key}: steps")
     color, style = plot.PALETTE[shape.OPTIMIZERS.index(optimizer)], "-" if key == "squared" else "--"
@@ -193,12 +181,9 @@ for key in LOGIT_LOSSES:  # the pitfall: plain gradient descent at --lr, with a 
 ax.set(title="Steps to 1% of the loss gap against the learning rate", xlabel="learning rate (log scale)")
 ax.set(ylabel="steps, median over seeds (log scale)")
 ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
-results.figure(
-    fig,
-    "tuning",
-    alt="Median steps to 1% of the loss gap against the learning rate: gradient descent, normalized steps, "
-    f"Adam, each with squared error behind a sigmoid and with cross-entropy; gaps: not within {CAP} steps.",
-)
+results.figure(fig, "tuning", alt="Median steps to 1% of the loss gap against the learning rate: gradient "
+               "descent, normalized steps, Adam, each with squared error behind a sigmoid and with "
+               f"cross-entropy; gaps: not within {CAP} steps.")  # fmt: skip
 
 # %% [markdown]
 # ## The price: flipped labels
@@ -213,8 +198,6 @@ for key in LOGIT_LOSSES:
     dz = np.abs(shape.logit_gradient(key, w_fit * x_cls + b_fit, y_noisy))
     flip_share[key] = shape.share(dz * np.hypot(x_cls, 1.0), flipped)
     results.spread(f"flip_share_{key}", flip_share[key], f"{key}: flipped points' share of sum |g_i|")
-
-# %%
 pitfall_ratio = steps["pitfall", "squared"] / steps["pitfall", "ce"]
 normalized_ratio = steps["normalized", "squared"] / steps["normalized", "ce"]
 median = {k: float(np.median(v)) for k, v in steps.items()}
@@ -246,4 +229,21 @@ for name, holds, statement, values in [
      flip_share),
 ]:  # fmt: skip
     results.claim(name, bool(holds), statement, values)
+# answers vs the default offset: Huber's gradient (so its fit) is the same if no outlier crosses ±δ
+OFFSET0 = parser.get_default("offset")
+grows = errors["squared"] > np.abs(shape.fit_least_squares(x, y_clean + OFFSET0 * is_outlier)[0] - true_slope)
+out = (huber_fit[0][:, None] * x + huber_fit[1][:, None] - y)[:, is_outlier]
+back = out + args.offset - OFFSET0  # the outliers' residuals at the default offset
+for name, holds, statement in [
+    ("squared_error_grows", np.all(grows), "On every seed squared error's slope error is larger than at the "
+     f"default offset {OFFSET0:g}."),
+    ("huber_same_fit", np.all((np.abs(out) > args.delta) & (np.abs(back) > args.delta) & (out * back > 0)),
+     "On every seed each outlier's residual at the Huber fit lies beyond δ, on the same side at the default "
+     f"offset {OFFSET0:g}: the gradient, and so the fit, is the same there."),
+    ("pitfall_never_arrives", np.all(np.isinf(steps["pitfall", "squared"])), "With squared error, gradient "
+     f"descent at rate {args.lr:g} does not reach the gap within {5 * CAP} steps on any seed."),
+    ("normalized_arrives", np.all(np.isfinite(steps["normalized", "squared"])), "On every seed the "
+     "normalized step at its best rate still reaches the gap with squared error."),
+]:  # fmt: skip
+    results.claim(name, bool(holds), statement, answer=True)
 results.save()
