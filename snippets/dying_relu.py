@@ -16,7 +16,7 @@ import inspect
 
 import matplotlib.pyplot as plt
 import numpy as np
-from gradlab import check, engine, models, numerical, ops, rate_sweep, seeded_mlp, snippet
+from gradlab import check, dead_units, engine, models, numerical, ops, rate_sweep, seeded_mlp, snippet
 from matplotlib.ticker import PercentFormatter
 
 parser = snippet.parser(__doc__)
@@ -51,8 +51,8 @@ def train(lr, bias=0.0, activation="relu"):
     return params, history, seeded_mlp.loss(params, X, y, slope)
 
 
-def claim_all(name, holds, statement, **values):  # `holds`: one bool per seed
-    return results.claim(name, bool(np.all(holds)), statement, values)
+def claim_all(name, holds, statement, answer=False, **values):  # `holds`: one bool per seed
+    return results.claim(name, bool(np.all(holds)), statement, values, answer=answer)
 
 
 # %% [markdown]
@@ -94,8 +94,8 @@ for key, (label, _) in SETTINGS.items():
     results.spread(f"dead_end_{key}", end, f"{label}: dead fraction at the end")
     results.spread(f"loss_{key}", relative, f"{label}: final training loss / Var(y)")
     claim_all(f"trains_{key}", relative < 1, f"{label}: final loss below Var(y) on every seed.", l=relative)
-
-# %%
+default_bias = parser.get_default("bias")  # an answer compares --bias with it: inits + bias = train()'s start
+dead_default_bias = seeded_mlp.dead([p + i % 2 * default_bias for i, p in enumerate(inits)], X, 0.0).mean(1)
 large, small, leaky = (runs[key][1] for key in ("lr_large", "lr_small", "leaky"))
 counts = large.sum(axis=2)  # (count, seed)
 results.spread("dead_units_start_lr_large", counts[0], "large step: dead units at step 0")
@@ -108,7 +108,8 @@ layer2 = large[-1][:, sizes[1] :].sum(1)
 results.spread("dead_layer2_share", layer2 / counts[-1], "large step: share of dead units in layer 2")
 loss_large, loss_small, loss_bias = (runs[k][2] / variance for k in ("lr_large", "lr_small", "bias_negative"))
 results.number("large_lower_loss_seeds", np.sum(loss_large < loss_small), "seeds: large loss < small")
-for name, holds, statement, values in [
+start_bias = runs["bias_negative"][1][0].mean(1)  # dead fraction at step 0 with --bias
+for name, holds, statement, values, *answer in [  # "answer": only an exercise's answer states it
     ("large_kills_more", counts[-1] > 2 * small[-1].sum(1), "The large step ends with more than twice as "
      "many dead units as the small step, on every seed.", counts[-1]),
     ("dies_early", counts[1] > 0.6 * counts[-1], f"With the large step, the dead count at step {COUNT_EVERY} "
@@ -121,24 +122,30 @@ for name, holds, statement, values in [
      "same step, on every seed.", loss_bias),
     ("dead_cost_nothing", np.median(loss_large) < np.median(loss_small), "The large step's median final loss "
      "is below the small step's, despite its dead units.", [np.median(loss_large), np.median(loss_small)]),
+    ("bias_stalls", (start_bias > dead_default_bias) & (loss_bias > 0.9), f"At bias {args.bias:g} more units "
+     f"start dead than at bias {default_bias:g}, and the final loss stays above 0.9 Var(y), on every seed.",
+     [start_bias, dead_default_bias, loss_bias], "answer"),
 ]:  # fmt: skip
-    claim_all(name, holds, statement, values=values)
+    claim_all(name, holds, statement, bool(answer), values=values)
 
 # %% [markdown]
 # Do units come back? The share of step 100's dead units positive on some input at the end.
 
 # %%
-revive_from = COUNTS.index(min(100, args.steps))
+revive_from, revived, revived_layer1 = COUNTS.index(min(100, args.steps)), {}, {}
 results.number("revive_from", COUNTS[revive_from], "step at which the revival count starts")
 for key, history in (("relu", large), ("leaky", leaky)):
     earlier, now = history[revive_from], history[-1]
     back = (earlier & ~now).sum(1) / np.maximum(earlier.sum(1), 1)
     results.spread(f"revived_{key}", back, f"{key}: share of step-{COUNTS[revive_from]} dead units back")
     claim_all(f"few_revive_{key}", back < 0.5, f"{key}: fewer than half come back, on every seed.", b=back)
+    revived[key], revived_layer1[key] = back, (earlier & ~now)[:, : sizes[1]].sum(1)
+claim_all("revive_layer2_only", revived_layer1["relu"] == 0, "Every ReLU unit that comes back sits in the "
+          "second hidden layer.", layer1=revived_layer1["relu"])  # fmt: skip
+claim_all("leaky_not_always_more", not np.all(revived["leaky"] > revived["relu"]), "Not on every seed: on "
+          "some seed ReLU brings back at least as large a share as leaky ReLU.", True, **revived)  # fmt: skip
 claim_all("leaky_stays_negative", leaky[-1].mean(1) > 0.1, f"Leaky ReLU at η = {args.lr:g} ends with more "
           "than 10% of its units negative on every input, on every seed.", end=leaky[-1].mean(1))  # fmt: skip
-
-# %%
 fig, ax = plt.subplots()
 for key, (label, _) in SETTINGS.items():
     fraction = runs[key][1].mean(axis=2)  # (count, seed)
@@ -149,10 +156,8 @@ ax.set(title="Hidden units negative on every training input", xlabel="SGD step",
 ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
 legend = dict(fontsize="x-small", title_fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.15))
 ax.legend(title=f"lines: seed {seeds[0]}; bands: range over {len(seeds)} seeds", ncol=2, **legend)
-ends = [
-    f"{label}: {runs[k][1][-1].mean(1).min():.0%} to {runs[k][1][-1].mean(1).max():.0%}"
-    for k, (label, _) in SETTINGS.items()
-]
+ends = [f"{label}: {runs[k][1][-1].mean(1).min():.0%} to {runs[k][1][-1].mean(1).max():.0%}"
+        for k, (label, _) in SETTINGS.items()]  # fmt: skip
 results.figure(fig, "dead_fraction", alt=f"Fraction of hidden units negative on every training input over "
                f"{args.steps} SGD steps; lines: seed {seeds[0]}; bands: the range over {len(seeds)} seeds. "
                f"At the end: {'; '.join(ends)}.")  # fmt: skip
@@ -166,11 +171,12 @@ rngs, stack = [np.random.default_rng([seeds[0], 1]) for _ in rates], lambda a: n
 _, sweep = rate_sweep.sgd(seeded_mlp.init(sizes, rngs), stack(X), stack(y), rates, 0.0, rngs, args.steps,
                           args.batch, COUNTS)  # fmt: skip
 layers = {"both layers": sweep, "layer 1": sweep[..., : sizes[1]], "layer 2": sweep[..., sizes[1] :]}
-claim_all(
-    "sweep_is_lr_large",
-    sweep[:, rates.index(args.lr)] == large[:, 0],
-    "The sweep's large step is the table's.",
-)
+claim_all("sweep_is_lr_large", sweep[:, rates.index(args.lr)] == large[:, 0], "The sweep's large step is the "
+          "table's.")  # fmt: skip
+final_dead = sweep[-1].sum(-1)  # per rate
+claim_all("sweep_spread", np.diff(final_dead).max() < (final_dead[-1] - final_dead[0]) / 2, f"On seed "
+          f"{seeds[0]} the final dead count climbs over several rates: no slider step adds half its rise.",
+          d=final_dead)  # fmt: skip
 shares = {k: [list(v[:, i].sum(-1) / sweep.shape[-1]) for i in range(len(rates))] for k, v in layers.items()}
 text = [f"η = {r:g}: {sweep[-1, i].mean():.0%} of the hidden units dead after {args.steps} steps (layer 1: "
         f"{sweep[-1, i, : sizes[1]].sum()}, layer 2: {sweep[-1, i, sizes[1] :].sum()} units), seed {seeds[0]}"
@@ -201,14 +207,8 @@ for key, value in dict(check_seed=seeds[0], dead_layer1=len(dead1), dead_layer2=
 results.number("checked_layer2", min(checked_layer2, len(dead2)), "dead layer-2 units in the check")
 
 # Central differences are exactly 0: one step moves a dead unit's z by less than its distance from 0
-zs, hs, _ = seeded_mlp.forward([p[None] for p in params], X[:1], 0.0)
-z_top, move = [], []  # per checked unit: largest z over the data; largest change of z by one step
-for layer, units in enumerate([dead1, dead2[:checked_layer2]]):
-    inputs = np.append(np.abs([X[0], hs[0][0]][layer]).max(0), 1.0)  # the bias's "input" is 1
-    for j in units:
-        entries = np.append(params[2 * layer][:, j], params[2 * layer + 1][j])
-        move.append(float((numerical.default_step() * np.maximum(1, np.abs(entries)) * inputs).max()))
-        z_top.append(float(zs[layer][0][:, j].max()))
+# per checked unit: its largest z over the data; the largest change of z one central step makes
+z_top, move = dead_units.central_reach(params, X[0], [dead1, dead2[:checked_layer2]])
 results.number("dead_closest_z", max(z_top), "checked dead units: largest z over the data", rtol=1e-4)
 results.number("h_largest_move", max(move), "largest change of z by one central step", rtol=1e-3)
 move32 = np.array(move) * numerical.default_step(np.float32) / numerical.default_step()  # linear in the step
