@@ -16,7 +16,7 @@ import itertools
 
 import matplotlib.pyplot as plt
 import numpy as np
-from gradlab import check, engine, models, numerical, ops, planted, plot, snippet
+from gradlab import check, engine, float32_check, models, numerical, ops, planted, plot, snippet
 from gradlab.tolerance import all_close, directional_check, random_direction
 
 parser = snippet.parser(__doc__)
@@ -36,7 +36,6 @@ SIZES = [4, args.width, args.width, 1]  # the tanh network's layer sizes
 n_params = sum(p.size for p in models.init_mlp(SIZES, "glorot", np.random.default_rng()))
 results.number("n_params", n_params, "parameters of the small tanh network")
 
-
 # %% [markdown]
 # ## The step-size trade-off
 # Per seed: central differences in float64 and float32 (float32's reference: float64 reverse mode on
@@ -46,15 +45,6 @@ results.number("n_params", n_params, "parameters of the small tanh network")
 steps = np.logspace(0, -13, 40)
 float32_min_step, tiny_step = 1e-6, 1e-200
 results.number("float32_min_step", float32_min_step, "smallest step tried in float32")
-
-
-def complex_step32(f, params, h=1e-20):  # in complex64, i.e. float32 arithmetic (gradlab's needs float64)
-    grads = [np.zeros(p.shape) for p in params]
-    for i, k in ((i, k) for i, p in enumerate(params) for k in range(p.size)):
-        q = [p.astype(np.complex64) for p in params]
-        q[i].flat[k] += np.complex64(1j * h)
-        grads[i].flat[k] = np.imag(f(q)) / h
-    return grads
 
 
 def sweep(seed):
@@ -76,7 +66,7 @@ def sweep(seed):
         "complex step": [normwise(numerical.complex_step(f64, p64, h=h), ref64) for h in steps],
         "agreement": check.compare(f64, p64, ("reverse", "forward", "complex")),
         "tiny": normwise(numerical.complex_step(f64, p64, h=tiny_step), ref64),
-        "tiny32": normwise(complex_step32(f32, p32), ref32),
+        "tiny32": normwise(float32_check.complex_step32(f32, p32), ref32),
     }
 
 
@@ -244,6 +234,15 @@ results.claim("direction_separates", separates, "random direction: correct < 1e-
 straddles = args.kink_distance < numerical.default_step()
 kink_ok = max(kink["complex"]) < 1e-14 and all((e > 1e-3) == straddles for e in kink["normwise_default_h"])
 results.claim("complex_step_at_kink", kink_ok, "complex step < 1e-14; default step > 1e-3 iff it straddles")
-
-# %%
+off_kink = not straddles and max(kink["normwise_default_h"]) < 1e-9 and max(kink["error_default_h"]) < 1e-5
+says = "The default step no longer reaches the kink: on every seed norm-wise error < 1e-9, entrywise < 1e-5."
+results.claim("kink_out_of_reach", off_kink, says, kink, answer=True)
+near = all(1 / 3 < h / numerical.default_step() < 3 for h in best_h["float64"])
+says = "On every seed the best float64 step is within a factor of 3 of ε^(1/3), where the formula puts it."
+results.claim("best_h_at_theory", near, says, best_h, answer=True)
+rounds = np.float32(1) + np.float32(1e-8) == 1 == np.float32(1) - np.float32(1e-8)  # in float32
+results.claim("float32_steps_round", bool(rounds), "In float32, 1 + 10⁻⁸ and 1 − 10⁻⁸ both round to 1.")
+ends = [s["float32"][np.flatnonzero(steps >= float32_min_step)[-1]] / np.nanmin(s["float32"]) for s in sweeps]
+says = "On every seed the float32 error at the smallest step tried is over 1,000 times its best error."
+results.claim("float32_rounding_end", min(ends) > 1000, says, {"ratio": ends})
 results.save()
