@@ -56,8 +56,7 @@ def double_where_sqrt(params):
 
 
 x, LOG_X = np.linspace(-1.0, 2.0, args.points), np.array([-1.0, 0.0])
-masked = gradients(masked_sqrt, x)
-safe = gradients(double_where_sqrt, x)
+masked, safe = gradients(masked_sqrt, x), gradients(double_where_sqrt, x)
 results.number("grid_points", x.size, "grid points on [-1, 2]")
 results.number("masked_points", int((x <= 0).sum()), "grid points with x <= 0 (branch not taken)")
 for kind, name, grad in [(k, n, g) for k, gs in (("masked", masked), ("safe", safe)) for n, g in gs.items()]:
@@ -67,15 +66,13 @@ with np.errstate(invalid="ignore"):  # the step to -h takes sqrt of a negative n
 results.number("central_at_zero", at_zero, "central difference at x = 0", rtol=1e-3)
 with np.errstate(all="ignore"):  # where(x > 0, log x, 0) at x = -1, 0: log's rule 1/x is finite, then inf
     log_grad = engine.grad(lambda p: ops.sum(ops.where(primal(p[0]) > 0, ops.log(p[0]), 0.0)), [LOG_X])[0]
-nonzero = x[np.abs(x) > 1e-12]
-agreement = check.compare(double_where_sqrt, [nonzero])
+agreement = check.compare(double_where_sqrt, [x[np.abs(x) > 1e-12]])  # off the kink
 results.number("safe_max_disagreement", max(agreement.values()), "double where: largest error", atol=1e-6)
 
 # One NaN in dL/dz reaches every weight through X^T: a model whose loss contains the masked branch.
 nan_fraction, safe_nan_fraction = [], []
 for seed in SEEDS:
-    rng = np.random.default_rng(seed)
-    X, w = rng.normal(size=(64, 8)), rng.normal(size=8)
+    X, w = (rng := np.random.default_rng(seed)).normal(size=(64, 8)), rng.normal(size=8)
     with np.errstate(all="ignore"):
         grad_w = engine.grad(lambda p, X=X: masked_sqrt([ops.matmul(X, p[0])]) / len(X), [w])[0]
         grad_w_safe = engine.grad(lambda p, X=X: double_where_sqrt([ops.matmul(X, p[0])]) / len(X), [w])[0]
@@ -83,10 +80,8 @@ for seed in SEEDS:
     safe_nan_fraction.append(np.isnan(grad_w_safe).mean())
 results.spread("model_nan_fraction", nan_fraction, "model: fraction of dL/dw entries that are NaN")
 results.spread("model_safe_nan_fraction", safe_nan_fraction, "model, double where: NaN fraction")
-nan_counts = {
-    kind: {m: int(np.isnan(g).sum()) for m, g in grads.items()}
-    for kind, grads in (("where", masked), ("double where", safe))
-}
+nan_counts = {kind: {m: int(np.isnan(g).sum()) for m, g in grads.items()}
+              for kind, grads in (("where", masked), ("double where", safe))}  # fmt: skip
 CLAIMS = [
     ("masked_nan_only_in_reverse",
      nan_counts["where"] == {"reverse": int((x <= 0).sum()), "forward": 0, "central": 0, "complex": 0},
@@ -102,9 +97,9 @@ CLAIMS = [
     ("masked_log_nan_only_at_zero", log_grad[0] == 0 and np.isnan(log_grad[1]),
      "Reverse mode on where(x > 0, log x, 0) returns 0 at x = -1 (the rule 1/x is finite) and NaN "
      "at x = 0.", {"gradient at -1, 0": log_grad.tolist()}),
+    ("masked_log_negative_zero", bool(np.signbit(log_grad[0])), "The 0 at x = -1 is -0.0: the where's 0 "
+     "times log's 1/x = -1.", {"gradient at -1": log_grad[0]}),
 ]  # fmt: skip
-for name, holds, statement, values in CLAIMS:
-    results.claim(name, holds, statement, values)
 
 fig, ax = plt.subplots()
 ax.plot(x, np.clip(masked["central"], None, 3), color=PALETTE[2], label="central differences")
@@ -115,13 +110,9 @@ ax.plot(x[bad], 0 * x[bad], "x", ms=7, color=PALETTE[3], label="reverse mode, wh
 ax.set(title="Gradient of where(x > 0, sqrt x, 0)", xlabel="x", ylabel="df/dx (clipped at 3)")
 ax.set_ylim(-0.2, 3.2)
 ax.legend()
-results.figure(
-    fig,
-    "masked_sqrt",
-    alt="Reverse mode returns NaN at every x <= 0 for where(x > 0, sqrt x, 0); the double-where "
-    "rewrite gives 0 there, central differences give 0 for x < 0 and a large, step-dependent value "
-    "at x = 0; all agree on 1/(2 sqrt x) for x > 0.",
-)
+results.figure(fig, "masked_sqrt", alt="Reverse mode returns NaN at every x <= 0 for where(x > 0, sqrt x, "
+               "0); the double-where rewrite gives 0 there, central differences give 0 for x < 0 and a "
+               "large, step-dependent value at x = 0; all agree on 1/(2 sqrt x) for x > 0.")  # fmt: skip
 
 # %% [markdown]
 # ## Conventions at kinks
@@ -147,17 +138,13 @@ for name, (f, kink) in KINKS.items():
     kink_grads[name] = grads
 ONE_SIDED_MEAN = {"abs": 0.0}  # (left slope + right slope) / 2: (-1 + 1) / 2 for |x|, else 0.5
 relu_programs = ["relu", "max_x_0", "max_0_x", "half_x_plus_abs", "clip_low"]
-results.claim(
-    "relu_programs_disagree_at_zero",
-    len({kink_grads[n]["reverse"] for n in relu_programs}) == 3
-    and all(kink_grads[n]["reverse"] == kink_grads[n]["forward"] for n in KINKS)
-    and all(abs(kink_grads[n]["central"] - ONE_SIDED_MEAN.get(n, 0.5)) < 1e-6 for n in KINKS),
-    "The five programs for relu return three different reverse-mode slopes at 0 (0, 1 and 0.5); "
-    "forward mode returns the same as reverse mode on each program; central differences return "
-    "the mean of the two one-sided slopes on every program (0.5 for relu and at clip's bound, 0 "
-    "for |x|).",
-    kink_grads,
-)
+results.claim("relu_programs_disagree_at_zero", len({kink_grads[n]["reverse"] for n in relu_programs}) == 3
+              and all(kink_grads[n]["reverse"] == kink_grads[n]["forward"] for n in KINKS)
+              and all(abs(kink_grads[n]["central"] - ONE_SIDED_MEAN.get(n, 0.5)) < 1e-6 for n in KINKS),
+              "The five programs for relu return three different reverse-mode slopes at 0 (0, 1 and 0.5); "
+              "forward mode returns the same as reverse mode on each program; central differences return the "
+              "mean of the two one-sided slopes on every program (0.5 for relu and at clip's bound, 0 for "
+              "|x|).", kink_grads)  # fmt: skip
 
 # %% [markdown]
 # ## A hard threshold
@@ -169,8 +156,7 @@ results.claim(
 # %%
 T_TRUE, T_START = 0.5, -1.0
 x_data = np.random.default_rng(SEEDS[0]).uniform(-2.0, 2.0, size=200)  # redrawn per seed below
-y_data = (x_data > T_TRUE).astype(float)
-t_start = np.array(T_START)
+y_data, t_start = (x_data > T_TRUE).astype(float), np.array(T_START)
 
 
 def hard_step(z):
@@ -189,6 +175,14 @@ def threshold_loss(predict, x_data=x_data, y_data=y_data):
     return lambda p: ops.mean((predict(x_data - p[0]) - y_data) ** 2)
 
 
+def train(predict, x_data, y_data):
+    t, history = t_start.copy(), [T_START]
+    for _ in range(args.steps):
+        t = t - args.lr * engine.grad(threshold_loss(predict, x_data, y_data), [t])[0]
+        history.append(float(t))
+    return history
+
+
 for key, name in (("hard", "hard step"), ("sigmoid", "sigmoid surrogate")):
     grads = {m: float(g(threshold_loss(PREDICTORS[name]), [t_start])[0]) for m, g in METHODS.items()}
     for method, value in grads.items():
@@ -197,37 +191,46 @@ ste_grad = engine.grad(threshold_loss(PREDICTORS["straight-through"]), [t_start]
 results.number("ste_grad_reverse", float(ste_grad), "dL/dt at the start, straight-through estimator")
 
 histories, finals = {}, {name: [] for name in PREDICTORS}
-accuracies, hard_grads = {name: [] for name in PREDICTORS}, []
+accuracies, hard_grads, starts, ends = {name: [] for name in PREDICTORS}, [], [], []  # starts, ends: ex. 1
+TAU0, sigmoid_at = parser.get_default("temperature"), lambda tau: lambda z: ops.sigmoid(z / tau)
 for seed in SEEDS:  # the data are drawn anew for each seed; the first seed's runs are drawn
     seed_x = np.random.default_rng(seed).uniform(-2.0, 2.0, size=200)
     seed_y = (seed_x > T_TRUE).astype(float)
     hard_grads.append(float(engine.grad(threshold_loss(hard_step, seed_x, seed_y), [t_start])[0]))
+    starts.append([float(engine.grad(threshold_loss(sigmoid_at(tau), seed_x, seed_y), [t_start])[0])
+                   for tau in (args.temperature, TAU0)])  # fmt: skip
     for name, predict in PREDICTORS.items():
-        t, history = t_start.copy(), [T_START]
-        for _ in range(args.steps):
-            t = t - args.lr * engine.grad(threshold_loss(predict, seed_x, seed_y), [t])[0]
-            history.append(float(t))
-        histories.setdefault(name, history)
+        histories.setdefault(name, history := train(predict, seed_x, seed_y))
         finals[name].append(history[-1])
         accuracies[name].append(((seed_x > history[-1]) == (seed_y > 0)).mean())
+    ends.append([finals["sigmoid surrogate"][-1]])  # the final t at this tau and at TAU0
+    ends[-1].append(train(sigmoid_at(TAU0), seed_x, seed_y)[-1] if args.temperature != TAU0 else ends[-1][0])
 for name in PREDICTORS:
     key = name.split()[0].replace("-", "_")
     results.spread(f"{key}_final_t", finals[name], f"threshold after training, {name}")
     results.spread(f"{key}_accuracy", accuracies[name], f"hard-step accuracy after training, {name}")
-results.claim(
-    "step_gradient_is_exactly_zero",
-    all(g == 0 for g in hard_grads) and set(finals["hard step"]) == {T_START},
-    "The hard step's gradient with respect to t is exactly 0 on every seed, so its threshold never "
-    "moves from the start.",
-    {"dL/dt": hard_grads, "final t": finals["hard step"]},
-)
-results.claim(
-    "surrogates_learn_the_threshold",
-    min(accuracies["sigmoid surrogate"] + accuracies["straight-through"]) >= 0.98,
-    "The sigmoid surrogate and the straight-through estimator both reach at least 98% accuracy "
-    "with the hard step, on every seed.",
-    {name: accuracies[name] for name in ("sigmoid surrogate", "straight-through")},
-)
+results.claim("step_gradient_is_exactly_zero", all(g == 0 for g in hard_grads) and set(finals["hard step"])
+              == {T_START}, "The hard step's gradient with respect to t is exactly 0 on every seed, so its "
+              "threshold never moves from the start.",
+              {"dL/dt": hard_grads, "final t": finals["hard step"]})  # fmt: skip
+results.claim("surrogates_learn_the_threshold", min(accuracies["sigmoid surrogate"] + accuracies[
+              "straight-through"]) >= 0.98, "The sigmoid surrogate and the straight-through estimator both "
+              "reach at least 98% accuracy with the hard step, on every seed.",
+              {name: accuracies[name] for name in ("sigmoid surrogate", "straight-through")})  # fmt: skip
+starts, far = np.abs(starts), np.abs(np.array(ends) - T_TRUE)  # per seed: |dL/dt| at the start, |t - t*|
+swing, tau, n = starts.max(0) / starts.min(0), f"$\\tau$ = {args.temperature:g}", len(SEEDS)  # this tau, TAU0
+ANSWERS = [  # what the answers to exercises 1 and 2 state, about other settings
+    ("soft_starts_smaller", np.all(starts[:, 0] < starts[:, 1]), f"On each of the {n} seeds' data the start "
+     f"gradient at {tau} is smaller in magnitude than at $\\tau$ = {TAU0:g}.", {"|dL/dt|": starts}),
+    ("sharp_start_swings", swing[0] > 3 and swing[1] < 2, f"Over the {n} seeds' data its magnitude varies "
+     f"by a factor of over 3 at {tau}, against under 2 at $\\tau$ = {TAU0:g}.", {"max/min": swing}),
+    ("worst_end_farther", far[:, 0].max() > far[:, 1].max(), f"At {tau} the worst of the {n} seeds ends "
+     f"farther from $t^\\star$ than the worst at $\\tau$ = {TAU0:g}.", {"|t - t*|": far}),
+    ("no_point_at_zero", not np.any(x == 0) and nan_counts["where"]["reverse"] == np.sum(x < 0), "No grid "
+     "point is exactly 0, and reverse mode still returns NaN at every point with x < 0.", nan_counts),
+]  # fmt: skip
+for name, holds, statement, values, *answer in CLAIMS + [(*claim, True) for claim in ANSWERS]:
+    results.claim(name, bool(holds), statement, values, answer=bool(answer))
 SETTINGS = dict(t_true=T_TRUE, t_start=T_START, temperature=args.temperature, steps=args.steps, lr=args.lr)
 for key, value in SETTINGS.items():
     results.number(key, value, f"setting of the threshold experiment: {key}")
@@ -238,12 +241,9 @@ for name, history in histories.items():
 ax.axhline(T_TRUE, color=PALETTE[4], linestyle=":", label="true threshold")
 ax.set(title="Learning a threshold: step vs surrogates", xlabel="gradient step", ylabel="threshold t")
 ax.legend()
-results.figure(
-    fig,
-    "threshold",
-    alt="With the hard step the threshold never moves from its start (its gradient is "
-    "exactly zero); the sigmoid surrogate and the straight-through estimator move it to the true threshold.",
-)
+results.figure(fig, "threshold", alt="With the hard step the threshold never moves from its start (its "
+               "gradient is exactly zero); the sigmoid surrogate and the straight-through estimator move it "
+               "to the true threshold.")  # fmt: skip
 
 # %%
 results.save()
