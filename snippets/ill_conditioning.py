@@ -48,8 +48,7 @@ levels = np.geomspace(0.05, kappa, 8)
 ax.contour(X1, X2, 0.5 * (X1**2 + kappa * X2**2), levels=levels, colors="#999999", linewidths=0.7)
 path = np.array(gd.path[:60])
 ax.plot(path[:, 0], path[:, 1], "o-", ms=2.5, lw=1, label=f"gradient descent, first {len(path) - 1} steps")
-bfgs_xy = np.array(bfgs_path.path)
-ax.plot(bfgs_xy[:, 0], bfgs_xy[:, 1], "s-", ms=4, label=f"BFGS, {bfgs_path.iterations} steps")
+ax.plot(*np.array(bfgs_path.path).T, "s-", ms=4, label=f"BFGS, {bfgs_path.iterations} steps")
 ax.set(title=f"Gradient descent zig-zags across a valley (kappa = {kappa:g})", xlabel="x1", ylabel="x2")
 ax.legend(loc="upper left")
 alt = "With the best fixed step, gradient descent flips across the narrow axis of the ellipses at every "
@@ -113,10 +112,8 @@ results.figure(fig, "iterations_vs_kappa", alt=alt)
 
 # %%
 rosen_min_eigs = rosenbrock_eigenvalues([1.0, 1.0])
-problems = {
-    "quadratic": (quadratic(kappa), x0, 1.0, kappa),
-    "rosenbrock": (optim.reverse_mode(rosenbrock), np.array([-1.2, 1.0]), *rosen_min_eigs),
-}
+problems = {"quadratic": (quadratic(kappa), x0, 1.0, kappa)}
+problems["rosenbrock"] = (optim.reverse_mode(rosenbrock), np.array([-1.2, 1.0]), *rosen_min_eigs)
 stop = {"gtol": GTOL, "max_iter": MAX_ITER}
 methods = {
     "gd": lambda f, x, lo, hi: optim.gradient_descent(f, x, 2 / (lo + hi), **stop),
@@ -153,6 +150,16 @@ claim = "quadratic: Newton < BFGS < Wolfe descent < heavy ball < fixed step; Ros
 claim += "Newton and BFGS converge, the heavy ball diverges"
 holds = bool(np.all(np.diff(order) > 0)) and converged == ["newton", "bfgs"] and diverged
 results.claim("table_order", holds, claim, it)
+k0 = parser.get_default("kappa")  # answer 1 compares BFGS with itself at the default kappa (2-D: cheap)
+bfgs, bfgs0 = traces["quadratic", "bfgs"], optim.bfgs(quadratic(k0), np.array([np.sqrt(k0), 1.0]), gtol=GTOL)
+others = all(traces["quadratic", m].converged for m in methods if m != "gd")
+capped = gd_predicted > 10 * MAX_ITER and measured == MAX_ITER and not traces["quadratic", "gd"].converged
+results.claim("gd_capped_others_converge", capped and others, "The prediction is over ten times the cap: "
+              "fixed-step descent stops at the cap, short of the tolerance, and every other method reaches "
+              "the tolerance before the cap.", answer=True)  # fmt: skip
+holds = bfgs.iterations == bfgs0.iterations and bfgs.evaluations > bfgs0.evaluations
+claim = f"BFGS takes as many iterations as at κ = {k0:g}, and more evaluations of f and ∇f."
+results.claim("bfgs_cares_in_evaluations", holds, claim, answer=True)
 starts = [x0 * optim.rotation(a)[0] for a in np.linspace(0.1, 1.5, 8)]  # (sqrt(kappa) cos a, -sin a)
 wolfe_starts = [optim.gradient_descent_line_search(quadratic(kappa), x, **stop).iterations for x in starts]
 for key, value in (("min", min(wolfe_starts)), ("max", max(wolfe_starts)), ("count", len(starts))):
@@ -175,9 +182,8 @@ for method in methods:  # a diverged run's infinite norms are not drawn
     norms = np.array(traces["rosenbrock", method].grad_norms)
     label = {"gd": "gd, fixed step", "line_search": "gd, Wolfe"}.get(method, method.replace("_", " "))
     ax.semilogy(np.where(np.isfinite(norms), norms, np.nan), label=label)
-ax.set(ylim=(1e-9, 1e5), xlim=(0, MAX_ITER))  # the heavy ball leaves the plot at the top
+ax.set(ylim=(1e-9, 1e5), xlim=(0, MAX_ITER), ylabel="|grad f| (log scale)")  # the heavy ball leaves it
 ax.set(title="Rosenbrock: the same gradients, used five ways", xlabel="iteration", xscale="symlog")
-ax.set_ylabel("|grad f| (log scale)")
 ax.legend()
 iterations = {m: traces["rosenbrock", m].iterations for m in methods}
 alt = f"On the Rosenbrock valley Newton and BFGS reach |grad f| <= {GTOL:g} in {iterations['newton']} and "
@@ -219,18 +225,14 @@ for key, value in optim.MINIBATCH.items():
 for rot in ("axis", "rotated"):
     for method in ("sgd", "adam"):
         stochastic[rot, method], lr = optim.tuned_minibatch_losses(seeds, rot == "rotated", method, lr_grid)
-        results.spread(
-            f"minibatch_{rot}_{method}", stochastic[rot, method], f"excess loss, {method}", rtol=1e-3
-        )
-        inside_grid = (
-            results.number(f"minibatch_{rot}_{method}_lr", lr, "tuned step") < lr_grid[-1] and inside_grid
-        )
+        key = f"minibatch_{rot}_{method}"
+        results.spread(key, stochastic[rot, method], f"excess loss, {method}", rtol=1e-3)
+        inside_grid = results.number(f"{key}_lr", lr, "tuned step") < lr_grid[-1] and inside_grid
     ratio[rot] = np.median(stochastic[rot, "sgd"]) / np.median(stochastic[rot, "adam"])
     results.number(f"minibatch_{rot}_ratio", ratio[rot], "median SGD / median Adam", rtol=1e-3)
 values = {f"{m}_{r}": v for (r, m), v in stochastic.items()}
-claim = (
-    "with axis-aligned features, Adam's median excess loss is below a third of SGD's (steps inside the grid)"
-)
+claim = "with axis-aligned features, Adam's median excess loss is below a third of SGD's "
+claim += "(steps inside the grid)"
 results.claim("adam_wins_axis_aligned_minibatch", ratio["axis"] > 3 and inside_grid, claim, values)
 claim = "with rotated features, Adam's and SGD's medians lie within a factor 2 of each other"
 results.claim("adam_not_better_rotated_minibatch", 0.5 < ratio["rotated"] < 2, claim, values)
@@ -244,6 +246,4 @@ agreement = check.compare(rosenbrock, [traces["rosenbrock", "bfgs"].path[5]])
 for method, atol in (("forward", 1e-13), ("central", 1e-6), ("complex", 1e-13)):
     error = agreement[f"reverse vs {method}"]
     results.number(f"backprop_vs_{method}", error, f"reverse vs {method}", atol=atol)
-
-# %%
 results.save()

@@ -72,6 +72,9 @@ results.claim("wolfe_leaves_plateau", holds, claim, {m: runs[m].iterations for m
 searched = max(runs[m].iterations for m in wolfe[:4])
 claim = "every method with the strong-Wolfe search crosses the plateau within 2 iterations"
 results.claim("wolfe_two_steps", searched <= 2, claim, {"slowest": searched})
+claim = "Every method with the strong-Wolfe search still crosses the plateau within 2 iterations."
+holds = searched <= 2 and all(runs[m].converged for m in wolfe[:4])
+results.claim("wolfe_still_crosses", holds, claim, {"slowest": searched}, answer=True)
 claim = "with Armijo steps BFGS meets y^T s < 0 on the plateau; with strong-Wolfe steps never"
 holds = min(runs["bfgs_armijo"].curvatures) < 0 < min(runs["bfgs"].curvatures)
 results.claim("wolfe_curvature_positive", holds, claim, {"armijo": min(runs["bfgs_armijo"].curvatures)})
