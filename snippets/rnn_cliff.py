@@ -45,11 +45,11 @@ for name, value, about in (
     results.number(name, value, about)
 
 
-def loss(params):
+def loss(params, steps=args.steps):
     """(x_T - y)^2 for the bias params[0] (shape (1,)), written with ops for every method."""
     (b,) = params
     x = X0 + 0 * b
-    for _ in range(args.steps):
+    for _ in range(steps):
         x = W * ops.sigmoid(x) + b
     return ops.sum((x - TARGET) ** 2)
 
@@ -95,6 +95,23 @@ agreement = {pair.split()[-1]: error for pair, error in check.compare(loss, [sta
 for method, error in agreement.items():
     results.number(f"wall_{method}", error, f"dL/db at b_0: reverse vs {method}", rtol=1.0, atol=ATOL[method])
 (by_value,) = clipping.clip_by_value([gradient], args.clip)
+# an exercise's answer compares this unroll with the default one (its T and b_0): that wall gradient, here
+default_steps, default_start = parser.get_default("steps"), parser.get_default("start")
+default_wall = engine.grad(lambda p: loss(p, default_steps), [np.array([default_start])])[0].item()
+growth = results.number(
+    "wall_gradient_vs_default",
+    gradient.item() / default_wall,
+    f"dL/db at b_0 over dL/db at T = {default_steps}, b_0 = {default_start:g}",
+    rtol=1e-4,
+)
+results.claim(
+    "wall_steeper_clipped_step_same",
+    abs(growth) > 2 and min(abs(gradient.item()), abs(default_wall)) > args.clip,
+    f"The wall's gradient is over twice as steep as at T = {default_steps} from b_0 = {default_start:g}, "
+    f"and the clipped step is η c = {args.lr * args.clip:g} long at both.",
+    {"growth": growth, "wall": gradient.item(), "default wall": default_wall},
+    answer=True,
+)
 for name, holds, statement, values in (
     (
         "wall_is_steep",

@@ -82,13 +82,10 @@ results.claim(
 big, weak_15 = table["", EXPLODING], table["weak_", 1.5]
 text = f"At input scale {args.weak_input_scale:g}, sigma_max 1.5 explodes (norm above 1e2 at T) on every seed"
 results.claim("weak_drive_explodes_at_1p5", rec.verdict(weak_15["norm"]) == "explodes", text, weak_15)
-results.claim(
-    "rms_not_mean_slope_decides",
-    bool(worst < 0.15 and (big["gain"] < 1).all() and (big["rate"] > 1).all()),
-    "sigma_max RMS tanh' is within 15% of the per-step factor at every sigma_max and seed; at sigma_max 3, "
-    "sigma_max x mean tanh' is below 1 on every seed, yet the product grows.",
-    big | {"worst": worst},
-)
+holds = bool(worst < 0.15 and (big["gain"] < 1).all() and (big["rate"] > 1).all())
+results.claim("rms_not_mean_slope_decides", holds, "sigma_max RMS tanh' is within 15% of the per-step factor "
+              "at every sigma_max and seed; at sigma_max 3, sigma_max x mean tanh' is below 1 on every seed, "
+              "yet the product grows.", big | {"worst": worst})  # fmt: skip
 # the chapter's slider: the same norms over sigma_max, median of the seeds (`--sigma-max S` records norm_S);
 # crossing: the sigma_max where the norm reaches 1, interpolated in log sigma_max and log norm
 SWEEP = [0.5, 0.7, 0.9, 1.0, 1.05, 1.1, 1.2, 1.5, 1.6, 1.75, 2.0, 2.5, 3.0]
@@ -104,6 +101,17 @@ results.claim(
     f"sigma_max 1.6 with the strong drive (and above 1 at {SWEEP[-1]:g}).",
     {"weak at 1.1": ends["weak_"][at[1.1]], "strong at 1.6": ends[""][at[1.6]], "crossing": crossing},
 )
+weak_1, strong_15, weak_at_1p1 = table["weak_", 1.0], table["", 1.5], ends["weak_"][at[1.1]]
+for name, holds, statement, values in [  # stated only in an exercise's answer (--weak-input-scale 0.1)
+    ("sigma_1p5_turns_between", rec.verdict(weak_15["norm"]) == "explodes" and rec.verdict(strong_15["norm"])
+     == "vanishes", f"On every seed sigma_max 1.5 explodes at input scale {args.weak_input_scale:g} and "
+     f"vanishes at input scale {s_x:g}.", {"weak": weak_15["norm"], "strong": strong_15["norm"]}),
+    ("weak_sigma_1_vanishes", rec.verdict(weak_1["norm"]) == "vanishes" and weak_1["slope"].max() < 0.95
+     and (weak_at_1p1 < 1).all(), f"At input scale {args.weak_input_scale:g}, on every seed, sigma_max 1 "
+     "vanishes (norm below 1e-2 at T) with a mean tanh' below 0.95, and the norm is still below 1 at "
+     "sigma_max 1.1.", weak_1 | {"at 1.1": weak_at_1p1}),
+]:  # fmt: skip
+    results.claim(name, holds, statement, values, answer=True)
 
 # %% [markdown]
 # ## The weight gradient is a sum over lags; truncation drops the long ones
@@ -149,12 +157,9 @@ U = [np.linalg.qr(net["Q"])[0] for net in nets]  # orthogonal also for --matrix 
 rotated = [rec.jacobian_summary(net, u @ M @ u.T, DRIVES["weak_"]) for u, net in zip(U, nets, strict=True)]
 peaks = [run["norms"].max() for run in rotated]
 nonnormal_peaks = record("", {"nonnormal_rnn_peak": peaks})
-results.claim(
-    "spectral_radius_below_one_still_grows",
-    bool(linear["power_at_t"] > 1e3 and linear["below_one_step"] > T and min(peaks) > 1),
-    f"Spectral radius {RHO:g}: ||M^T|| > 1e3 at T = {T}, > 1 until past T; in the RNN, > 1 on every seed.",
-    linear | nonnormal_peaks,
-)
+grows = bool(linear["power_at_t"] > 1e3 and linear["below_one_step"] > T and min(peaks) > 1)
+text = f"Spectral radius {RHO:g}: ||M^T|| > 1e3 at T = {T}, > 1 until past T; in the RNN, > 1 on every seed."
+results.claim("spectral_radius_below_one_still_grows", grows, text, linear | nonnormal_peaks)
 
 # %% [markdown]
 # ## Is it backprop?
@@ -175,13 +180,10 @@ for name, scale in (("vanishing", VANISHING), ("exploding", EXPLODING)):
     checks[name] = record(f"{name}_", runs, rtol=1.0, atol=1e-2) | {"noise_ratio": noise_ratio}
     checks[name] |= record(f"{name}_", per_seed(float32_gap, scale, s_x), rtol=1.0)  # float32 tanh: libm's
 vanish, explode = checks["vanishing"], checks["exploding"]
-results.claim(
-    "forward_and_complex_agree",
-    max(vanish["forward"].max(), explode["forward"].max(), vanish["complex"].max()) < 1e-9
-    and explode["complex"].max() < 0.5,
-    "Forward mode agrees with reverse mode to 1e-9 at both sigma_max; the complex step to 1e-9 "
-    "(vanishing) and 0.5 (exploding, where amplified rounding limits it), on every seed.",
-)
+exact = max(vanish["forward"].max(), explode["forward"].max(), vanish["complex"].max())
+results.claim("forward_and_complex_agree", exact < 1e-9 and explode["complex"].max() < 0.5, "Forward mode "
+              "agrees with reverse mode to 1e-9 at both sigma_max; the complex step to 1e-9 (vanishing) and "
+              "0.5 (exploding, where amplified rounding limits it), on every seed.")  # fmt: skip
 results.claim(
     "exploding_forward_map_amplifies_rounding",
     vanish["rounding_gap"].max() < 1e-14 < 1e-12 < explode["rounding_gap"].min()
@@ -239,11 +241,8 @@ ax.semilogy(steps, f**steps, ":", color=plot.PALETTE[2], label="$f^T$")
 ax.set(title=f"Additive memory (f = {f:g}) against the tanh RNN (seed {SEEDS[0]})", xlabel="time steps $T$")
 ax.set_ylabel(r"$\|\partial h_T/\partial h_0\|_2$ or $\|\partial m_T/\partial m_0\|_2$ (log scale)")
 ax.legend(fontsize="x-small")
-results.claim(
-    "additive_cell_stays_in_its_bounds",
-    all(inside),
-    "The additive cell's Jacobian norm lies between (f -+ (1 - f) sigma_max)^T on every seed.",
-)
+results.claim("additive_cell_stays_in_its_bounds", all(inside), "The additive cell's Jacobian norm lies "
+              "between (f -+ (1 - f) sigma_max)^T on every seed.")  # fmt: skip
 alt = f"Seed {SEEDS[0]}, forget gate {f:g}: additive-cell Jacobian norm after {T} steps " + "; ".join(ends)
 results.figure(fig, "additive_cell", alt=alt)
 results.save()
