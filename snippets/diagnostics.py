@@ -22,20 +22,17 @@ parser.add_argument("--gain", type=snippet.positive_float, default=0.5, help="we
 parser.add_argument("--steps", type=snippet.positive_int, default=300, help="full-batch steps")
 parser.add_argument("--batch", type=snippet.positive_int, default=32, help="examples")
 args, results = snippet.parse(parser)
-SEEDS = snippet.seeds(args.seed)
+SEEDS, CLAIMS = snippet.seeds(args.seed), []  # CLAIMS: (name, holds, statement, values), recorded at the end
 LRS = 10.0 ** np.arange(-5, 0.25, 0.5)  # the same grid for every method: 1e-5 to 1, factors of sqrt(10)
 METHODS = {"plain SGD": "plain", "plain Adam": "plain"}
 METHODS |= {"residual SGD": "residual", "normalized SGD": "normalized"}
-CLAIMS = []  # (name, holds, statement, values), recorded at the end
 
 
-def problem(seed):
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(-2, 2, size=(args.batch, 2))
+def problem(seed, depth=args.depth):
+    X = (rng := np.random.default_rng(seed)).uniform(-2, 2, size=(args.batch, 2))
     y = (np.sin(2 * X[:, 0]) * np.cos(X[:, 1]))[:, None]  # a smooth target in [-1, 1]
-    init = models.init_mlp([2] + [args.width] * args.depth + [1], args.gain / np.sqrt(args.width), rng)
-    init[0] = init[0] * np.sqrt(args.width / 2)  # the first layer's fan_in is 2, not width
-    return X, y, init
+    init = models.init_mlp([2] + [args.width] * depth + [1], args.gain / np.sqrt(args.width), rng)
+    return X, y, [init[0] * np.sqrt(args.width / 2), *init[1:]]  # the first layer's fan_in is 2, not width
 
 
 def network(params, X, variant):
@@ -49,17 +46,12 @@ def network(params, X, variant):
     return ops.linear(h, params[-2], params[-1]), tanh_outputs
 
 
-def loss(params, X, y, variant):
-    return ops.mean((network(params, X, variant)[0] - y) ** 2)
-
-
+loss = lambda params, X, y, variant: ops.mean((network(params, X, variant)[0] - y) ** 2)  # noqa: E731
 problems = [problem(seed) for seed in SEEDS]
 variance = np.array([y.var() for _, y, _ in problems])
 stack = lambda arrays: np.repeat(np.stack(arrays), len(LRS), axis=0)  # noqa: E731  (seed, lr) pairs
 X_all, y_all = stack([X for X, _, _ in problems]), stack([y for _, y, _ in problems])
-init_all = [
-    stack([i[k].reshape(-1, i[k].shape[-1]) for _, _, i in problems]) for k in range(len(problems[0][2]))
-]
+init_all = [stack([np.atleast_2d(i[k]) for *_, i in problems]) for k in range(2 * args.depth + 2)]
 lr_all = np.tile(LRS, len(SEEDS))[:, None, None]
 first_of = lambda s, lr=0: s * len(LRS) + lr  # noqa: E731  index of seed s at learning rate lr
 
@@ -119,21 +111,17 @@ CLAIMS += [
 # %%
 reports, stacked_error, stats = {}, [], {}
 for variant in ("plain", "residual", "normalized"):
-    rows_per_seed = []
+    reports[variant], lr = [], LRS[best[f"{variant} SGD"]]
     for s, (X, y, init) in enumerate(problems):
         grads = engine.grad(lambda p, X=X, y=y, v=variant: loss(p, X, y, v), init)
         mine = stacked.value_and_grad([p[first_of(s)] for p in init_all], X, y, variant)[1]
         mine = [a.reshape(b.shape) for a, b in zip(mine, grads, strict=True)]
         stacked_error.append(check.max_rel_error(mine, grads))
-        lr = LRS[best[f"{variant} SGD"]]
         rows = diagnostics.layer_report(init[0:-2:2], grads[0:-2:2], network(init, X, variant)[1], "tanh", lr)
-        rows_per_seed.append(rows)
-    reports[variant] = rows_per_seed[0]
-    print(f"\n{variant} network, seed {SEEDS[0]}, step 0:\n" + diagnostics.format_report(reports[variant]))
-    stats[variant] = {
-        f: np.array([[getattr(r, f) for r in rows] for rows in rows_per_seed])
-        for f in ("grad_norm", "update_ratio", "saturated", "dead", "std")
-    }
+        reports[variant].append(rows)
+    print(f"\n{variant} network, seed {SEEDS[0]}, step 0:\n" + diagnostics.format_report(reports[variant][0]))
+    stats[variant] = {f: np.array([[getattr(r, f) for r in rows] for rows in reports[variant]])
+                      for f in ("grad_norm", "update_ratio", "saturated", "dead", "std")}  # fmt: skip
     grad_norm, spread = stats[variant]["grad_norm"], results.spread
     spread(f"{variant}_first_grad", grad_norm[:, 0], f"{variant}: layer 1 gradient norm")
     spread(f"{variant}_last_grad", grad_norm[:, -1], f"{variant}: last hidden gradient norm")
@@ -143,9 +131,8 @@ for variant in ("plain", "residual", "normalized"):
 results.spread("plain_last_std", (plain := stats["plain"])["std"][:, -1], "plain: std, last tanh outputs")
 per_seed_layer = lambda f: np.array([[f(s, k) for k in range(args.depth)] for s in range(len(SEEDS))])  # noqa: E731
 weight_norms = per_seed_layer(lambda s, k: np.linalg.norm(init_all[2 * k][first_of(s)]))
-adam_lr, adam_steps = LRS[best["plain Adam"]], first_updates["plain Adam"]
-adam_ratio = per_seed_layer(lambda s, k: np.linalg.norm(adam_steps[k][first_of(s, best["plain Adam"])]))
-adam_ratio /= weight_norms
+adam_lr, adam_steps, adam_best = LRS[best["plain Adam"]], first_updates["plain Adam"], best["plain Adam"]
+adam_ratio = per_seed_layer(lambda s, k: np.linalg.norm(adam_steps[k][first_of(s, adam_best)])) / weight_norms
 sign_step = per_seed_layer(lambda s, k: adam_lr * np.sqrt(init_all[2 * k][0].size)) / weight_norms
 results.spread("adam_first_ratio", adam_ratio[:, 0], "plain Adam: layer 1 actual first update / weight")
 results.spread("adam_ratio_min", adam_ratio.min(1), "plain Adam: smallest layer's first update / weight")
@@ -158,6 +145,10 @@ results.spread("plain_grad_in_gain_units_min", in_gain_units.min(1), "plain: sma
 results.number("gain_power", args.gain ** (args.depth - 1), "gain^(depth - 1)")
 results.number("saturation_level", diagnostics.SATURATION_LEVEL, "|tanh| above this: saturated")
 factor = min((stats[v]["grad_norm"] / plain["grad_norm"]).min() for v in ("residual", "normalized"))
+D20, first, last = parser.get_default("depth"), plain["grad_norm"][:, 0], plain["grad_norm"][:, -1]
+grad_1 = lambda X, y, init: np.linalg.norm(engine.grad(lambda p: loss(p, X, y, "plain"), init)[0])  # noqa: E731
+vs_d20 = first / np.array([grad_1(*problem(s, D20)) for s in SEEDS] if args.depth != D20 else first)  # ex. 2
+results.spread("plain_first_grad_vs_d20", vs_d20, f"plain: layer 1 grad / the same seed's at depth {D20}")
 results.number("smallest_factor_to_remedies", factor, "min over layers and seeds: remedy grad / plain grad")
 CLAIMS += [
     ("stacked_matches_engine", max(stacked_error) < 1e-10, "The stacked backward pass agrees with the "
@@ -177,13 +168,24 @@ CLAIMS += [
     ("adam_eps_shortens", (adam_ratio / sign_step).max() < 0.9, "Adam's first step is shorter than lr per "
      "entry in every layer.", {"max": (adam_ratio / sign_step).max()}),
 ]  # fmt: skip
+sgd, power = final["plain SGD"], args.gain ** (args.depth - D20)
+ANSWERS = [  # what the exercises' answers state, about other settings (--gain 3, --depth 10, --gain 1)
+    ("gain_amplifies", np.all(first > last), "On every seed layer 1's gradient is larger than the last "
+     "hidden layer's: the gain now amplifies the backward signal.", {"first": first, "last": last}),
+    ("grad_order_gain_power", power / 3 < np.median(vs_d20) < 3 * power, "On the median seed that ratio is "
+     f"within a factor of 3 of $g^{{{args.depth - D20}}}$ = {power:.4g}.", {"ratio": vs_d20}),
+    ("sgd_barely_moves", np.median(sgd) > 0.9 and sgd.min() > 0.5, "Plain SGD barely moves on the median "
+     "seed, ending above 90% of the variance, and even the best seed keeps more than half.", {"final": sgd}),
+    ("plain_sgd_trains", np.median(sgd) < 0.4 and sgd.max() < 0.9, "Plain SGD now trains: it ends below 40% "
+     "of the variance on the median seed and below 90% on every seed.", {"final": sgd}),
+]  # fmt: skip
 
 # %%
 fig, (ax_grad, ax_ratio) = plt.subplots(1, 2, figsize=(9, 3.8))
 layers = np.arange(1, args.depth + 1)
-for variant in ("plain", "residual", "normalized"):
-    ax_grad.semilogy(layers, [r.grad_norm for r in reports[variant]], "o-", ms=3, label=variant)
-    ax_ratio.semilogy(layers, [r.update_ratio for r in reports[variant]], "o-", ms=3, label=f"{variant}, SGD")
+for variant, (rows, *_) in reports.items():  # the first seed's report
+    ax_grad.semilogy(layers, [r.grad_norm for r in rows], "o-", ms=3, label=variant)
+    ax_ratio.semilogy(layers, [r.update_ratio for r in rows], "o-", ms=3, label=f"{variant}, SGD")
 ax_ratio.semilogy(layers, adam_ratio[0], "s--", ms=3, label="plain, Adam (actual step)")
 ax_ratio.axhline(1e-3, color="#999999", ls="--", lw=1, label="1e-3 (CS231n rule of thumb)")
 ax_grad.set(title="Gradient norm per layer", xlabel="hidden layer", ylabel="||dL/dW|| (log scale)")
@@ -242,8 +244,6 @@ CLAIMS += [
     ("central_passes_mixed", passes and min(central_rel) > 1e-4, "Central differences pass the mixed "
      "tolerance while their relative error exceeds 1e-4.", {"abs": central_abs, "rel": central_rel}),
 ]  # fmt: skip
-for name, holds, statement, values in CLAIMS:
-    results.claim(name, bool(holds), statement, values)
-
-# %%
+for name, holds, statement, values, *answer in CLAIMS + [(*claim, True) for claim in ANSWERS]:
+    results.claim(name, bool(holds), statement, values, answer=bool(answer))
 results.save()
