@@ -29,14 +29,10 @@ parser.add_argument("--bce-logit", type=float, default=-200.0, help="a confident
 args, results = snippet.parse(parser)
 direction = np.array([1.0, 0.0, -1.0])
 PRECISIONS = {"float32": np.float32, "float64": np.float64}
-PROGRAMS = {
-    "softmax": (losses.naive_softmax, losses.stable_softmax),
-    "logsumexp": (losses.naive_logsumexp, losses.stable_logsumexp),
-    "cross_entropy": (
-        lambda z: losses.naive_cross_entropy(z, args.label),
-        lambda z: losses.stable_cross_entropy(z, args.label),
-    ),
-}
+PROGRAMS = {"softmax": (losses.naive_softmax, losses.stable_softmax),
+            "logsumexp": (losses.naive_logsumexp, losses.stable_logsumexp),
+            "cross_entropy": (lambda z: losses.naive_cross_entropy(z, args.label),
+                              lambda z: losses.stable_cross_entropy(z, args.label))}  # fmt: skip
 
 # %% [markdown]
 # ## Where floating point runs out
@@ -52,14 +48,12 @@ for name, dtype in PRECISIONS.items():
     results.number(f"one_plus_exp_{name}", -np.log(np.float64(info.eps) / 2), f"{name}: 1 + e^-z = 1 from z")
 results.number("label", args.label, "true class of the cross-entropy (logits c·[1, 0, -1])")
 
-
 # %% [markdown]
 # ## The sweep
 # For every scale $c$, each naive program in each precision against the stable program in
 # float64 (the reference): relative error, normwise for the softmax vector. Non-finite results
 # are marked. Then the largest finite scale of each program, refined by bisection. (In the
 # float64 panel the stable program is its own reference, so its error line sits at the floor.)
-
 
 # %%
 scales = np.logspace(-1, 4, args.points)
@@ -105,17 +99,11 @@ for ax, (name, dtype) in zip(axes, PRECISIONS.items(), strict=True):
 axes[0].set_ylabel("relative error vs float64 stable\n(log scale; × = inf or NaN)")
 axes[1].legend(loc="center left")
 fig.suptitle("Naive programs are accurate until they return inf or NaN; stable ones stay finite")
-results.figure(
-    fig,
-    "naive_error_sweep",
-    alt="Relative error of the naive softmax, log-sum-exp and cross-entropy against a float64 stable "
-    "reference, over logit scale c: finite until c reaches "
-    + " and ".join(
-        f"{min(limits):.0f} to {max(limits):.0f} in {name}" for name, limits in naive_limits.items()
-    )
-    + f", then inf or NaN; the stable cross-entropy stays finite, with relative error at most "
-    f"{stable_worst:.0e}, over the whole sweep to c = {scales[-1]:g}.",
-)
+reach = " and ".join(f"{min(lim):.0f} to {max(lim):.0f} in {name}" for name, lim in naive_limits.items())
+results.figure(fig, "naive_error_sweep", alt="Relative error of the naive softmax, log-sum-exp and "
+               "cross-entropy against a float64 stable reference, over logit scale c: finite until c "
+               f"reaches {reach}, then inf or NaN; the stable cross-entropy stays finite, with relative "
+               f"error at most {stable_worst:.0e}, over the whole sweep to c = {scales[-1]:g}.")  # fmt: skip
 
 
 # %% [markdown]
@@ -136,23 +124,19 @@ z_small = args.scale * direction
 comparisons = [check.compare(program, [z_small]) for program in (naive_ce, stable_ce)]
 for method in ("forward", "central", "complex"):
     worst = max(comparison[f"reverse vs {method}"] for comparison in comparisons)
-    tolerance = 1e-4 if method == "central" else 1e-12  # central differences: truncation + rounding
-    results.number(
-        f"disagreement_{method}", worst, f"c = {args.scale:g}: reverse vs {method}", atol=tolerance
-    )
+    atol = 1e-4 if method == "central" else 1e-12  # central differences: truncation + rounding
+    results.number(f"disagreement_{method}", worst, f"c = {args.scale:g}: reverse vs {method}", atol=atol)
 gradients = [check.engine.grad(program, [z_small]) for program in (naive_ce, stable_ce)]
-results.number(
-    "programs_disagreement", check.max_rel_error(*gradients), "naive vs stable gradient", atol=1e-10
-)
+results.number("programs_disagreement", check.max_rel_error(*gradients), "naive vs stable gradient",
+               atol=1e-10)  # fmt: skip
 
 z_big = args.overflow_scale * direction
 with np.errstate(all="ignore"):
     failed = [not np.all(np.isfinite(method(naive_ce, [z_big])[0])) for method in check.METHODS.values()]
     succeeded = [np.all(np.isfinite(method(stable_ce, [z_big])[0])) for method in check.METHODS.values()]
 results.number("methods_nan_naive", sum(failed), f"c = {args.overflow_scale:g}: methods non-finite, naive")
-results.number(
-    "methods_finite_stable", sum(succeeded), f"c = {args.overflow_scale:g}: methods finite, stable"
-)
+results.number("methods_finite_stable", sum(succeeded),
+               f"c = {args.overflow_scale:g}: methods finite, stable")  # fmt: skip
 results.number("methods_total", len(check.METHODS), "differentiation methods tried")
 
 exact = np.exp(z_big - z_big.max()) / np.exp(z_big - z_big.max()).sum() - np.eye(3)[args.label]
@@ -161,9 +145,8 @@ for name, dtype in PRECISIONS.items():
     with np.errstate(all="ignore"):
         naive_grad = check.engine.grad(naive_ce, [z])[0]
     stable_grad = check.engine.grad(stable_ce, [z])[0]
-    results.number(
-        f"naive_grad_nan_{name}", np.isnan(naive_grad).mean(), f"{name}: naive gradient, NaN share"
-    )
+    results.number(f"naive_grad_nan_{name}", np.isnan(naive_grad).mean(),
+                   f"{name}: naive gradient, NaN share")  # fmt: skip
     error = np.abs(stable_grad - exact).max()
     results.number(f"stable_grad_error_{name}", error, f"{name}: |stable grad - exact|", atol=1e-6)
     print(f"c = {args.overflow_scale:g} {name}: naive grad {naive_grad}, stable grad {stable_grad}")
@@ -196,9 +179,8 @@ with decimal.localcontext() as context:
     bce_reference = float((1 + decimal.Decimal(-args.confident_logit).exp()).ln())
 results.number("confident_logit", args.confident_logit, "logit z of a confident right answer (label 1)")
 results.number("bce_reference", bce_reference, "log(1 + e^-z), 60-digit decimal reference")
-BCE = dict(
-    naive=losses.naive_binary_cross_entropy_from_logits, stable=losses.binary_cross_entropy_from_logits
-)
+BCE = dict(naive=losses.naive_binary_cross_entropy_from_logits,
+           stable=losses.binary_cross_entropy_from_logits)  # fmt: skip
 for (name, dtype), (kind, bce) in itertools.product(PRECISIONS.items(), BCE.items()):
     value = float(bce(np.array([args.confident_logit], dtype=dtype), np.ones(1))[0])
     results.number(f"bce_{kind}_{name}", value, f"{name} {kind} BCE at z", rtol=1e-5)
@@ -218,10 +200,8 @@ limits = [v[f"limit_softmax_then_log_{p}"] for p in PRECISIONS]
 half_underflow = [limit / (-v[f"exp_underflow_{p}"] / 2) for limit, p in zip(limits, PRECISIONS, strict=True)]
 fails = [v[f"softmax_then_log_inf_{p}"] and v[f"softmax_then_log_nan_{p}"] > 0 for p in PRECISIONS]
 past = [fail == (args.overflow_scale > limit) for fail, limit in zip(fails, limits, strict=True)]
-same = [
-    abs(v[f"limit_naive_cross_entropy_{p}"] / limit - 1) < 1e-3
-    for limit, p in zip(limits, PRECISIONS, strict=True)
-]
+same = [abs(v[f"limit_naive_cross_entropy_{p}"] / limit - 1) < 1e-3
+        for limit, p in zip(limits, PRECISIONS, strict=True)]  # fmt: skip
 halves = all(abs(r - 1) < 1e-3 for r in half_underflow) and all(same)
 underflow = all(past) and (args.label != 2 or halves)
 statement = "softmax then log: finite to half the underflow limit (as naive CE); then inf loss, NaN gradient"
@@ -238,11 +218,32 @@ stable_all = all(v[f"limit_stable_{g}_{p}"] == scales[-1] for g in PROGRAMS for 
 n_methods = len(check.METHODS)
 past_limit = args.overflow_scale > v["limit_naive_cross_entropy_float64"]  # then every method fails
 together = v["methods_nan_naive"] == n_methods * past_limit and v["methods_finite_stable"] == n_methods
-results.claim(
-    "stable_finite",
-    stable_all and together,
-    "stable: finite over the sweep; naive: every method fails past its float64 limit, none below",
-)
-
-# %%
+statement = "stable: finite over the sweep; naive: every method fails past its float64 limit, none below"
+results.claim("stable_finite", stable_all and together, statement)
+c, p_big = args.overflow_scale, np.asarray(losses.stable_softmax(z_big))  # the answers' sentences, below
+to_max = [abs(v[f"limit_naive_cross_entropy_{p}"] / v[f"exp_overflow_{p}"] - 1) < 1e-3 for p in PRECISIONS]
+half32 = abs(v["limit_naive_cross_entropy_float32"] / (-v["exp_underflow_float32"] / 2) - 1) < 1e-3
+big_loss = float(evaluate(softmax_then_log, c, direction, np.float64))
+grad, central = gradients[1][0], check.METHODS["central"](stable_ce, [z_small])[0]  # the stable program's
+naive_loss_small = evaluate(PROGRAMS["cross_entropy"][0], args.scale, direction, np.float64)
+rel, tiny = check.rel_error(grad, central), abs(grad[1] * np.exp(min(args.scale, 700)) - 1) < 0.01
+for name, holds, statement in [
+    ("naive_ce_overflow_only", all(to_max), "The naive cross-entropy stays finite up to ln(max) of each "
+     "precision, to 0.1%, and no further."),
+    ("softmax_log_loss_finite", np.isfinite(big_loss) and np.all(np.delete(p_big, args.label) == 0),
+     f"The max-subtracting softmax followed by a log gives a finite loss in float64 at c = {c:g}, and the "
+     "other classes' probabilities round to exactly 0, so their logs are −∞."),
+    ("float32_nan_by_underflow", v["limit_naive_cross_entropy_float32"] < c < v["exp_overflow_float32"]
+     and half32 and v["naive_grad_nan_float32"] == 1, f"The naive float32 gradient is NaN at c = {c:g}, "
+     "below float32's overflow threshold: c is past the naive cross-entropy's float32 limit, half the "
+     "size of e^x's underflow threshold."),
+    ("float64_grad_finite", v["methods_nan_naive"] == 0, f"At c = {c:g} the naive float64 gradient is "
+     "finite in every entry, by every method."),
+    ("central_zero_on_tiny_entry", rel.argmax() == 1 and max(rel[0], rel[2]) < 1e-6 and tiny
+     and central[1] == 0, "In the stable program the disagreement sits on the middle class's entry, "
+     "e^(−c) to 1%, which central differences return as exactly 0; the other entries agree to 10⁻⁶."),
+    ("naive_reverse_nan", np.all(np.isnan(gradients[0][0])) and np.isfinite(naive_loss_small),
+     f"At c = {args.scale:g} the naive program's loss is finite, but its reverse-mode gradient is NaN."),
+]:  # fmt: skip
+    results.claim(name, bool(holds), statement, answer=True)
 results.save()
