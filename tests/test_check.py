@@ -13,6 +13,16 @@ def test_rel_error_values():
     assert check.rel_error(1e-300, 0.0) == 1.0
 
 
+def test_a_non_finite_gradient_agrees_with_nothing():
+    """NaN and inf give NaN (np.maximum(nan, 1) is NaN, and a NaN scale once made the entry 0:
+    a NaN gradient passed every check), and max_rel_error reports it whatever its position."""
+    error = check.rel_error([np.nan, 1.0, np.inf, np.inf, 0.0], [1.0, np.nan, 1.0, np.inf, 0.0])
+    np.testing.assert_array_equal(np.isnan(error), [True, True, True, True, False])
+    assert not check.rel_error(np.nan, np.nan) < 1e-10
+    for grads in ([np.array([np.nan]), np.array([0.5])], [np.array([0.5]), np.array([np.nan])]):
+        assert np.isnan(check.max_rel_error(grads, [np.array([1.0]), np.array([1.0])]))
+
+
 @settings(max_examples=25, deadline=None)
 @given(S.shapes.flatmap(lambda s: S.arrays(s).flatmap(lambda a: S.arrays(s).map(lambda b: (a, b)))))
 def test_rel_error_is_symmetric_and_bounded(pair):
@@ -80,3 +90,11 @@ def test_assert_gradients_close_fails_readably_at_a_kink():
     message = str(failure.value)
     for part in ("reverse vs central", "parameter 0", "entry (1,)", "reverse = 0", "central = 0.5"):
         assert part in message
+
+
+def test_assert_gradients_close_fails_on_a_nan_gradient():
+    """sqrt at a negative entry: NaN in reverse mode and in central differences; the check fails."""
+    from gradlab import ops
+
+    with pytest.raises(AssertionError, match="gradient check failed"):
+        check.assert_gradients_close(lambda p: ops.sum(ops.sqrt(p[0])), [np.array([-1.0, 4.0])], rtol=1e-6)

@@ -18,23 +18,27 @@ METHODS = {
 
 
 def rel_error(a, b):
-    """Elementwise |a - b| / max(|a|, |b|), and 0 where both are 0 (as in CS231n).
+    """Elementwise |a - b| / max(|a|, |b|), 0 where both are 0 (as in CS231n), and NaN where
+    either is NaN or infinite: a non-finite gradient agrees with nothing, so no tolerance passes
+    it (``NaN < tol`` is False) and ``max_rel_error`` reports it.
 
     Scale-free, so one tolerance fits gradients of any size; but two tiny gradients that
     differ only by noise (1e-12 vs 3e-12) get a large relative error: a property of the measure.
     """
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    scale = np.maximum(np.abs(a), np.abs(b))
-    return np.divide(np.abs(a - b), scale, out=np.zeros(np.broadcast(a, b).shape), where=scale > 0)
+    finite = np.isfinite(a) & np.isfinite(b)
+    scale = np.where(finite, np.maximum(np.abs(a), np.abs(b)), 0.0)
+    error = np.divide(np.abs(a - b), scale, out=np.zeros(np.broadcast(a, b).shape), where=scale > 0)
+    return np.where(finite, error, np.nan)
 
 
 def max_rel_error(grads_a, grads_b):
-    """The largest rel_error over two lists of gradients (one array per parameter)."""
+    """The largest rel_error over two lists of gradients (one array per parameter); NaN if any
+    entry of either is NaN or infinite."""
     if len(grads_a) != len(grads_b):
         raise ValueError(f"{len(grads_a)} gradients vs {len(grads_b)}")
-    return max(
-        (float(rel_error(a, b).max(initial=0.0)) for a, b in zip(grads_a, grads_b, strict=True)), default=0.0
-    )
+    errors = [rel_error(a, b).max(initial=0.0) for a, b in zip(grads_a, grads_b, strict=True)]
+    return float(np.max(errors, initial=0.0))  # np.max keeps a NaN; the builtin max may drop it
 
 
 def normwise_rel_error(grads, reference):
@@ -79,7 +83,7 @@ def assert_gradients_close(f, params, rtol, methods=("forward", "central", "comp
     for name in _methods_for(params, methods):
         for i, (expected, got) in enumerate(zip(reference, METHODS[name](f, params), strict=True)):
             error = np.where(np.abs(expected - got) <= atol, 0.0, rel_error(expected, got))
-            if error.size and error.max() > rtol:
+            if error.size and not error.max() <= rtol:  # a NaN (a non-finite entry) fails too
                 worst = tuple(int(k) for k in np.unravel_index(np.argmax(error), error.shape))
                 raise AssertionError(
                     f"gradient check failed: reverse vs {name}, parameter {i}, entry {worst}: "
