@@ -58,14 +58,10 @@ results.claim("gradlab_slope_lasts", bool(far.grad[0] > 0 == far.grad[1]), state
 at_37 = logistic.slope_by_methods(37.0)
 for key, value in at_37.items():
     results.number(f"slope37_{key}", value, f"sigma'(37): {key.replace('_', ' ')}")
-results.claim(
-    "methods_disagree_at_37",
-    at_37["reverse_rule"] == at_37["forward_rule"] == at_37["central"] == 0.0
-    and all(abs(at_37[key] / at_37["true"] - 1) < 1e-14 for key in ("complex", "reverse_gradlab")),
+results.claim("methods_disagree_at_37", at_37["reverse_rule"] == at_37["forward_rule"] == at_37["central"]
+    == 0.0 and all(abs(at_37[key] / at_37["true"] - 1) < 1e-14 for key in ("complex", "reverse_gradlab")),
     "At z = 37 the rule y(1-y), in reverse and forward mode, and central differences give exactly 0; "
-    "the complex step and gradlab's rule agree with the true slope to 1e-14.",
-    at_37,
-)
+    "the complex step and gradlab's rule agree with the true slope to 1e-14.", at_37)  # fmt: skip
 
 # %% [markdown]
 # ## The stack, on five seeds
@@ -86,9 +82,9 @@ setups = {  # key: (label, activation, init, multiple of it)
 }
 
 
-def draw(generator, depth=args.depth):
+def draw(generator, depth=args.depth, input_scale=args.input_scale):
     X = generator.normal(size=(batch, n_inputs))
-    X_raw = args.input_scale * (1 + generator.normal(size=(batch, n_inputs)))
+    X_raw = input_scale * (1 + generator.normal(size=(batch, n_inputs)))
     layers = [n_inputs] + [args.width] * depth + [1]
     return X, X_raw, generator.normal(size=(batch, 1)), models.init_mlp(layers, 1.0, generator)
 
@@ -109,33 +105,26 @@ for key, (label, *_) in setups.items():
         results.spread(f"{q}_{key}", seeds_of[q][key], f"{label}: {about[q]}")
 ratio, same, raw = seeds_of["signal_ratio"], seeds_of["same_sign"], seeds_of["first_saturated_raw"]
 scales, keep = ["glorot", "glorot4", "large", "huge"], ["large", "tanh", "relu"]
-results.claim(
-    "signal_and_scale",
-    bool(np.all(np.diff([ratio[k] for k in scales], axis=0) > 0) and ratio["glorot"].max() < 1e-4)
-    and bool(ratio["glorot4"].max() < 0.1 and ratio["huge"].min() > 1)
+results.claim("signal_and_scale", bool(np.all(np.diff([ratio[k] for k in scales], axis=0) > 0)
+    and ratio["glorot"].max() < 1e-4) and bool(ratio["glorot4"].max() < 0.1 and ratio["huge"].min() > 1)
     and all(0.02 < min(ratio[k]) < max(ratio[k]) < 10 for k in keep),
     "On every seed the sigmoid's signal ratio rises with the weight scale: below 1e-4 with Glorot, below "
     f"0.1 with 4 × Glorot, between 0.02 and 10 at s = {args.weight_std:g}, as with tanh and ReLU, and above "
     f"1 (growing towards the input) at s = {2 * args.weight_std:g}.",
-    {k: ratio[k] for k in scales + keep[1:]},
-)
-results.claim(
-    "sigmoid_handicaps",
-    bool(same["glorot"].min() > 0.9 and same["large"].min() > 0.1 and max(same["tanh"]) < 0.05)
-    and bool(max(same["relu"]) < 0.15 and min(min(raw[k]) for k in scales) > 0.3 and min(raw["large"]) > 0.8),
-    "On every seed, behind sigmoid layers over 90% (Glorot) and over 10% (large s) of units get incoming "
-    "weight gradients of one sign over the batch, behind tanh layers under 5%, behind ReLU layers under "
-    "15%; on raw inputs over 30% (every sigmoid scale) and over 80% (large s) of layer 1's units saturate.",
-    {"same sign": same, "raw": raw},
-)
+    {k: ratio[k] for k in scales + keep[1:]})  # fmt: skip
+results.claim("sigmoid_handicaps", bool(same["glorot"].min() > 0.9 and same["large"].min() > 0.1
+    and max(same["tanh"]) < 0.05) and bool(max(same["relu"]) < 0.15 and min(min(raw[k]) for k in scales) > 0.3
+    and min(raw["large"]) > 0.8), "On every seed, behind sigmoid layers over 90% (Glorot) and over 10% "
+    "(large s) of units get incoming weight gradients of one sign over the batch, behind tanh layers under "
+    "5%, behind ReLU layers under 15%; on raw inputs over 30% (every sigmoid scale) and over 80% (large s) "
+    "of layer 1's units saturate.", {"same sign": same, "raw": raw})  # fmt: skip
 
 # %%  Backward signal per layer, depths 2-20, one draw each (seed --seed, as `--depth D` draws it): the slider
 depths, keys = sorted({*range(2, 21, 2), args.depth}), ["glorot", "glorot4", "tanh", "relu"]
 command = f"python snippets/saturation.py --depth {{value}} --seed {args.seed}"
 draw_one = lambda d: (w := draw(np.random.default_rng(args.seed), d))[:1] + w[2:]  # noqa: E731  X, y, W
-ends = signal_frames.depth_sweep(
-    results, "depth_sweep", draw_one, depths, setups, keys, default=args.depth, command=command
-)
+ends = signal_frames.depth_sweep(results, "depth_sweep", draw_one, depths, setups, keys, default=args.depth,
+                                command=command)  # fmt: skip
 per_layer = {k: np.exp(np.polyfit(depths, np.log(ends[k]), 1)[0]) for k in keys}
 for k in keys:
     results.number(f"sweep_per_layer_{k}", per_layer[k], f"{setups[k][0]}: fitted factor per layer")
@@ -144,17 +133,14 @@ results.spread("typical_per_layer_glorot", typical, "Glorot sigmoid: (typical-ga
 measured = ratio["glorot"] ** (1 / (args.depth - 1))  # each seed's own factor per layer-to-layer step
 results.spread("measured_per_layer_glorot", measured, "Glorot sigmoid: (signal ratio)^(1/(D-1))")
 falls = np.all(np.diff(np.log(glorot)) < 0) and glorot[-1] < 1e-8 and per_layer["glorot"] < 0.25
-results.claim(
-    "deeper_sigmoids_vanish",
-    bool(falls and abs(per_layer["glorot"] / np.median(typical) - 1) < 0.05)
-    and max(abs(per_layer[k] - 1) for k in ("tanh", "relu")) < 0.1
+results.claim("deeper_sigmoids_vanish", bool(falls and abs(per_layer["glorot"] / np.median(typical) - 1)
+    < 0.05) and max(abs(per_layer[k] - 1) for k in ("tanh", "relu")) < 0.1
     and bool(np.all(abs(measured / per_layer["glorot"] - 1) < 0.1)),
     f"From depth 2 to {depths[-1]} the Glorot sigmoid stack's signal ratio falls with every step, to under "
     "1e-8; its fitted factor per layer is below 1/4 and within 5% of the typical gain per layer (weight "
     "gain x rms slope, median of the seeds); tanh's and ReLU's fitted factors are within 10% of 1. At depth "
     f"{args.depth}, each seed's own factor, (signal ratio)^(1/(D-1)), is within 10% of the fitted one.",
-    {k: per_layer[k] for k in keys} | {"typical": typical, "measured": measured},
-)
+    {k: per_layer[k] for k in keys} | {"typical": typical, "measured": measured})  # fmt: skip
 # %%  A sweep of the sigmoid stack's weight std s on all five seeds: median, band from min to max
 stds = np.geomspace(0.03, 2 * args.weight_std, 21)
 qs = ("saturated", "first_saturated_raw", "signal_ratio")
@@ -178,22 +164,16 @@ results.spread("crossing_multiple", crossings / glorot, "that s in multiples of 
 results.number("glorot_std", glorot, "Glorot's std for the square layers")
 results.number("offset_std_glorot4", np.sqrt(args.width) * 2 * glorot, "std of sum_i W[i, j] / 2, 4 × Glorot")
 slope = seeds_of["slope_mean"]
-results.claim(
-    "four_times_glorot_falls_short",
-    bool(slope["glorot"].min() > 0.22 and slope["glorot4"].max() < 0.17 and min(crossings / glorot) > 6),
-    "On every seed the mean slope in layers 2..D is above 0.22 with Glorot and below 0.17 with 4 × Glorot, "
-    "and the signal ratio first reaches 1 above 6 × Glorot.",
-    {"slope_mean": {k: slope[k] for k in ("glorot", "glorot4")}, "crossing_multiple": crossings / glorot},
-)
-results.figure(
-    fig,
-    "saturated_vs_scale",
-    alt=f"As the weight std s grows, the sigmoid stack's backward-signal ratio rises and passes 1 between "
-    f"s = {min(crossings):.1f} and {max(crossings):.1f}, {min(crossings) / glorot:.0f} to "
-    f"{max(crossings) / glorot:.0f} times Glorot's {glorot:.2f}; the saturated share of hidden "
-    f"units rises from 0 to {np.median(swept[0][:, -1]):.0%} at s = {stds[-1]:g}; on raw inputs layer 1 "
-    "saturates at much smaller s. Median and range over five seeds.",
-)
+results.claim("four_times_glorot_falls_short", bool(slope["glorot"].min() > 0.22 and slope["glorot4"].max()
+    < 0.17 and min(crossings / glorot) > 6), "On every seed the mean slope in layers 2..D is above 0.22 with "
+    "Glorot and below 0.17 with 4 × Glorot, and the signal ratio first reaches 1 above 6 × Glorot.",
+    {"slope_mean": {k: slope[k] for k in ("glorot", "glorot4")}, "multiple": crossings / glorot})  # fmt: skip
+results.figure(fig, "saturated_vs_scale", alt=f"As the weight std s grows, the sigmoid stack's "
+    f"backward-signal ratio rises and passes 1 between s = {min(crossings):.1f} and {max(crossings):.1f}, "
+    f"{min(crossings) / glorot:.0f} to {max(crossings) / glorot:.0f} times Glorot's {glorot:.2f}; the "
+    f"saturated share of hidden units rises from 0 to {np.median(swept[0][:, -1]):.0%} at s = "
+    f"{stds[-1]:g}; on raw inputs layer 1 saturates at much smaller s. Median and range over five "
+    "seeds.")  # fmt: skip
 
 # %% [markdown]
 # ## Is it backprop?
@@ -209,13 +189,10 @@ for q, atol in {"forward": 1e-11, "complex": 1e-11, "central": 1, "central_over_
     results.number(q if "_" in q else f"{q}_error", worst[q], f"{about}, worst seed", rtol=0, atol=atol)
 for q in ("largest", "median", "smallest"):
     results.spread(f"first_grad_{q}", [c[q] for c in checks], f"{q} |entry| of dL/dW_1", rtol=1e-3)
-results.claim(
-    "methods_agree_on_the_stack",
-    bool(worst["forward"] < 1e-10 and worst["complex"] < 1e-10 and worst["central_over_rounding"] < 2),
-    "On every seed forward mode and the complex step agree with reverse mode to 1e-10 in every entry, "
-    "central differences to within twice their rounding error eps |L| / h.",
-    worst,
-)
+results.claim("methods_agree_on_the_stack", bool(worst["forward"] < 1e-10 and worst["complex"] < 1e-10
+    and worst["central_over_rounding"] < 2), "On every seed forward mode and the complex step agree with "
+    "reverse mode to 1e-10 in every entry, central differences to within twice their rounding error "
+    "eps |L| / h.", worst)  # fmt: skip
 
 # %% [markdown]
 # ## Why: the product of Jacobians, and its bound
@@ -244,6 +221,29 @@ results.claim(
     "of every setup's signal ratio.",
     {q: [w[q] for w in why] for q in ("measured", "bound", "slopes", "directions")} | {"off by": off_by},
 )
+# %%  The exercises' comparisons: each seed's Glorot sigmoid stack at the default depth and input scale
+D10, RAW20 = (parser.get_default(k) for k in ("depth", "input_scale"))
+at_defaults = [draw(np.random.default_rng(s), D10, RAW20) for s in snippet.seeds(args.seed)]
+at_defaults = [setup_report(rescaled(d[3], "glorot"), *d[:3], "sigmoid") for d in at_defaults]
+ratio10, raw20 = (np.array([r[q] for r in at_defaults]) for q in ("signal_ratio", "first_saturated_raw"))
+predicted, estimate = ratio10 ** ((args.depth - 1) / (D10 - 1)), seeds_of["signal_estimate"]
+results.spread(
+    "predicted_ratio_glorot", predicted, f"Glorot sigmoid: the seed's ratio at depth {D10}^((D-1)/9)"
+)
+near_fit = np.abs(np.r_[measured, ratio10 ** (1 / (D10 - 1))] / per_layer["glorot"] - 1)
+ANSWERS = [  # what the answers to the exercises state, about other settings
+    ("factor_near_fit", near_fit.max() < 0.1, f"On every seed that factor and the same seed's {D10}-layer "
+     "factor are both within 10% of the slider's fitted factor per layer.", {"off by": near_fit}),
+    ("power_prediction", np.all(np.abs(np.log10(ratio["glorot"] / predicted)) < 1), "On every seed the "
+     "ratio is within a factor of 10 of that prediction.", {"ratio/predicted": ratio["glorot"] / predicted}),
+    ("gain_outgrows_slope", np.all((estimate["huge"] > estimate["large"]) & (estimate["huge"] > 1)), "On "
+     "every seed the typical-gain estimate, the product over the layers of s√n times the rms slope, is "
+     f"larger at s = {2 * args.weight_std:g} than at s = {args.weight_std:g}, and above 1.", estimate),
+    ("raw_share_rises", np.all(raw["glorot"] > raw20), "On every seed the share is higher than the same "
+     f"seed's at input scale {RAW20:g}.", {"share": raw["glorot"], f"at {RAW20:g}": raw20}),
+]  # fmt: skip
+for name, holds, statement, values in ANSWERS:
+    results.claim(name, bool(holds), statement, values, answer=True)
 for name, (_, _, about) in arguments.items():
     results.number(name, getattr(args, name), about)
 results.save()
