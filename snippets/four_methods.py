@@ -17,8 +17,10 @@ Quoted by docs/what-backprop-computes.md.
 # they are the independent witnesses of the rules. Every experiment runs on five seeds.
 
 # %%
+import functools
+
 import numpy as np
-from gradlab import check, engine, models, ops, snippet
+from gradlab import check, engine, models, numerical, ops, snippet
 
 parser = snippet.parser(__doc__)
 parser.add_argument("--width", type=snippet.positive_int, default=8, help="hidden units of the MLP")
@@ -78,11 +80,28 @@ n_inputs, hidden, rnn_inputs = 3, 4, 3
 seeds = snippet.seeds(args.seed)
 
 
+def mlp_loss(p, X, y):
+    return ops.mean((models.mlp(p, X, args.activation) - y) ** 2)
+
+
 def mlp_problem(rng):
     """The MLP's loss on one seed's random data and its Glorot-initialized parameters."""
     X, y = rng.normal(size=(args.batch, n_inputs)), rng.normal(size=(args.batch, 1))
     params = models.init_mlp([n_inputs, args.width, args.width, 1], "glorot", rng)
-    return (lambda p: ops.mean((models.mlp(p, X, args.activation) - y) ** 2)), params
+    return functools.partial(mlp_loss, X=X, y=y), params
+
+
+def kink_crossings(loss, params):
+    """How many of central differences' steps x_k +- h_k flip the sign of a hidden pre-activation:
+    for ReLU, how many carry one across the kink at 0 (same steps as `numerical.central_difference`)."""
+    signs = lambda p: [z > 0 for z in models.mlp(p, loss.keywords["X"], return_hidden=True)[1]]  # noqa: E731
+    before, crossed = signs(params), 0
+    for i, k in ((i, k) for i, p in enumerate(params) for k in range(p.size)):
+        for direction in (1, -1):
+            moved = [p.copy() for p in params]
+            moved[i].flat[k] += direction * numerical.default_step() * max(1.0, abs(params[i].flat[k]))
+            crossed += any(np.any(a != b) for a, b in zip(signs(moved), before, strict=True))
+    return crossed
 
 
 # %% [markdown]
@@ -137,6 +156,11 @@ for (model, method, measure), values in errors.items():
     about = f"{model.upper()}: reverse vs {method}, largest relative disagreement, {measure}"
     atol = tolerance[method] * (1 if measure == "scaled" else 1e3 if method == "central" else 10)
     results.spread(f"{model}_{method}_{measure}", values, about, rtol=0, atol=atol)
+if args.activation == "relu":  # the exercise's question: does a step cross a kink on these seeds?
+    crossings = [kink_crossings(*mlp_problem(np.random.default_rng([seed, 0]))) for seed in seeds]
+    results.spread("kink_crossings", crossings, "central-difference steps that cross a ReLU kink")
+    none = "On these seeds no central-difference step carries a ReLU pre-activation across 0."
+    results.claim("no_kink_crossed", max(crossings) == 0, none, {"crossings": crossings}, answer=True)
 worst = {m: max(max(errors[(k, m, "error")]) for k in ("mlp", "rnn")) for m in ("forward", "complex")}
 results.number(
     "worst_exact_error", max(worst.values()), "largest elementwise error, forward/complex", atol=1e-11
