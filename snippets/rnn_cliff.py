@@ -107,8 +107,9 @@ growth = results.number(
 results.claim(
     "wall_steeper_clipped_step_same",
     abs(growth) > 2 and min(abs(gradient.item()), abs(default_wall)) > args.clip,
-    f"The wall's gradient is over twice as steep as at T = {default_steps} from b_0 = {default_start:g}, "
-    f"and the clipped step is η c = {args.lr * args.clip:g} long at both.",
+    f"The clipped step is η c = {args.lr * args.clip:g} long both at T = {default_steps} from b_0 = "
+    f"{default_start:g} and at T = {args.steps} from b_0 = {args.start:g}, though the wall's gradient at "
+    f"T = {args.steps} is over twice as steep.",
     {"growth": growth, "wall": gradient.item(), "default wall": default_wall},
     answer=True,
 )
