@@ -186,13 +186,13 @@ checks = {  # name: (holds on every seed, the numbers behind it)
 }  # fmt: skip
 for name, text in (line.split(": ", 1) for line in CLAIMS.strip().splitlines()):
     results.claim(name, bool(checks[name][0]), text, checks[name][1])
-he_off = max(off["relu", "he", d].max() for d in ("forward", "backward"))
+he_off = np.maximum(off["relu", "he", "forward"], off["relu", "he", "backward"])  # per seed
 adam_step = small_rms / (small_rms + 1e-8)  # Adam's first step / η at an entry of the RMS's size
 for name, holds, statement, values in [  # stated only by the answers to --naive-std 0.04 and --width 64
     ("small_scale_trains", adam_step.min() > 0.01 and last["small"].min() > 1e3 * f32.tiny, "On every seed "
      "Adam's first step at the first layer's gradient RMS g, η|g|/(|g| + ε), exceeds η/100, and Var[z_D] "
      "lies over 1000 times above float32's smallest normal number.", {"step / η": adam_step} | last),
-    ("he_off_at_width", he_off > 0.05 and max(he_range.max(), he_grad_range.max()) > 3, "On some seed a "
+    ("he_off_at_width", any((he_off > 0.05) & (np.maximum(he_range, he_grad_range) > 3)), "On some seed a "
      "factor of ReLU + He misses the formula by over 5%, and its variances span over a factor 3.",
      {"off": he_off, "z": he_range, "h": he_grad_range}),
 ]:  # fmt: skip
