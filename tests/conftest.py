@@ -6,6 +6,7 @@ session's temporary folder; the others wait for the lock and read it, so nothing
 """
 
 import fcntl
+import json
 import os
 import pickle
 import subprocess
@@ -36,6 +37,31 @@ class Results(dict):
 
 
 SELECTED_FOR_OTHER_SEEDS: set[str] = set()  # the snippets whose other-seed tests were selected
+SELECTED_ANSWER_RUNS: set[tuple[str, tuple[str, ...]]] = set()  # likewise, the exercises' runs
+
+
+def quoted_answer_claims() -> dict[tuple[str, tuple[str, ...]], list[str]]:
+    """``(name, args) -> [claim, ...]``: the claims the pages quote from a run with arguments
+    (an exercise's answer). A quoted key is a claim when the snippet's recorded file lists it
+    (``tests/recorded/NAME.json``; every run of a snippet states the same claims), so this is
+    known before anything runs."""
+    from pipeline import macros
+
+    found: dict = {}
+    for page in sorted((ROOT / "docs").rglob("*.md")):
+        for match in macros.MACRO.finditer(page.read_text(encoding="utf-8")):
+            if match["kind"] or not (match["args"] or "").strip():
+                continue
+            recorded = ROOT / "tests" / "recorded" / f"{match['snippet']}.json"
+            claims = (
+                json.loads(recorded.read_text(encoding="utf-8")).get("claims", {})
+                if recorded.exists()
+                else {}
+            )
+            run = macros.run_key(match["snippet"], match["args"])
+            if match["key"] in claims and match["key"] not in found.setdefault(run, []):
+                found[run].append(match["key"])
+    return {run: claims for run, claims in found.items() if claims}
 
 
 def pytest_collection_modifyitems(config, items):
@@ -52,6 +78,8 @@ def pytest_collection_finish(session):
         params = getattr(getattr(item, "callspec", None), "params", {})
         if "other_seed_results" in getattr(item, "fixturenames", ()) and "name" in params:
             SELECTED_FOR_OTHER_SEEDS.add(params["name"])
+        if "answer_run" in params:
+            SELECTED_ANSWER_RUNS.add(params["answer_run"])
 
 
 def once_per_session(tmp_path_factory, name: str, compute):
@@ -102,9 +130,20 @@ def draws_at_random(name: str) -> bool:
     return "seed" in runner.snippet_path(name).read_text(encoding="utf-8")
 
 
+def answer_seed_args(args: tuple[str, ...], seed: int) -> tuple[str, ...]:
+    """An exercise's arguments on another seed."""
+    return (*args, "--seed", str(seed))
+
+
 def _seed_requests() -> list:
     names = [name for name in sorted(SELECTED_FOR_OTHER_SEEDS) if draws_at_random(name)]
-    return [(runner.snippet_path(name), ("--seed", str(seed))) for name in names for seed in OTHER_SEEDS]
+    runs = [(name, ()) for name in names]
+    runs += [(name, args) for name, args in sorted(SELECTED_ANSWER_RUNS) if draws_at_random(name)]
+    return [
+        (runner.snippet_path(name), answer_seed_args(args, seed))
+        for name, args in runs
+        for seed in OTHER_SEEDS
+    ]
 
 
 SEED_RUNS = "seed-runs"

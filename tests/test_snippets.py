@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import OTHER_SEEDS, ROOT, draws_at_random
+from conftest import OTHER_SEEDS, ROOT, answer_seed_args, draws_at_random, quoted_answer_claims
 
 from pipeline import record, runner
 
@@ -76,6 +76,34 @@ def test_claims_hold_on_other_seeds(name, seed, snippet_results, other_seed_resu
     assert set(result.claims) == set(snippet_results[name].claims), (
         f"{name}.py --seed {seed} checks other claims than the site's run"
     )
+
+
+ANSWER_CLAIMS = quoted_answer_claims()
+
+
+@pytest.mark.parametrize("seed", OTHER_SEEDS)
+@pytest.mark.parametrize("answer_run", sorted(ANSWER_CLAIMS), ids=lambda run: f"{run[0]}({' '.join(run[1])})")
+def test_the_claims_an_answer_quotes_hold_on_other_seeds(answer_run, seed, seed_runs):
+    """An exercise's answer quotes claims from the run with the exercise's arguments (the build
+    checks them on the site's seed); they must survive the reader's ``--seed S`` too."""
+    name, args = answer_run
+    if not draws_at_random(name):
+        pytest.skip(f"{name}.py never names --seed: its run is the same on every seed")
+    if "--seed" in args:
+        pytest.skip("the exercise sets the seed itself")
+    outcome = seed_runs[(name, answer_seed_args(args, seed))]
+    if isinstance(outcome, runner.SnippetError):
+        pytest.fail(f"snippets/{name}.py {' '.join(args)} --seed {seed} failed:\n{outcome}", pytrace=False)
+    failed = {
+        c: outcome.claims[c]["statement"] for c in ANSWER_CLAIMS[answer_run] if not outcome.claims[c]["holds"]
+    }
+    assert not failed, f"{name}.py {' '.join(args)} --seed {seed}: quoted claims do not hold: {failed}"
+
+
+def test_answer_claims_are_found():
+    """The scan above finds the claims the answers quote (so the test cannot pass vacuously)."""
+    assert ANSWER_CLAIMS, "no page quotes a claim from a run with arguments"
+    assert all(claims for claims in ANSWER_CLAIMS.values())
 
 
 @pytest.mark.parametrize("name", NAMES)
