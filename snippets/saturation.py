@@ -112,9 +112,9 @@ results.claim("signal_and_scale", bool(np.all(np.diff([ratio[k] for k in scales]
     f"0.1 with 4 × Glorot, between 0.02 and 10 at s = {args.weight_std:g}, as with tanh and ReLU, and above "
     f"1 (growing towards the input) at s = {2 * args.weight_std:g}.",
     {k: ratio[k] for k in scales + keep[1:]})  # fmt: skip
-results.claim("sigmoid_handicaps", bool(same["glorot"].min() > 0.9 and same["large"].min() > 0.1
+results.claim("sigmoid_handicaps", bool(same["glorot"].min() > 0.7 and same["large"].min() > 0.1
     and max(same["tanh"]) < 0.05) and bool(max(same["relu"]) < 0.15 and min(min(raw[k]) for k in scales) > 0.3
-    and min(raw["large"]) > 0.8), "On every seed, behind sigmoid layers over 90% (Glorot) and over 10% "
+    and min(raw["large"]) > 0.8), "On every seed, behind sigmoid layers over 70% (Glorot) and over 10% "
     "(large s) of units get incoming weight gradients of one sign over the batch, behind tanh layers under "
     "5%, behind ReLU layers under 15%; on raw inputs over 30% (every sigmoid scale) and over 80% (large s) "
     "of layer 1's units saturate.", {"same sign": same, "raw": raw})  # fmt: skip
@@ -135,11 +135,11 @@ results.spread("measured_per_layer_glorot", measured, "Glorot sigmoid: (signal r
 falls = np.all(np.diff(np.log(glorot)) < 0) and glorot[-1] < 1e-8 and per_layer["glorot"] < 0.25
 results.claim("deeper_sigmoids_vanish", bool(falls and abs(per_layer["glorot"] / np.median(typical) - 1)
     < 0.05) and max(abs(per_layer[k] - 1) for k in ("tanh", "relu")) < 0.1
-    and bool(np.all(abs(measured / per_layer["glorot"] - 1) < 0.1)),
+    and bool(np.all(abs(measured / per_layer["glorot"] - 1) < 0.15)),
     f"From depth 2 to {depths[-1]} the Glorot sigmoid stack's signal ratio falls with every step, to under "
     "1e-8; its fitted factor per layer is below 1/4 and within 5% of the typical gain per layer (weight "
     "gain x rms slope, median of the seeds); tanh's and ReLU's fitted factors are within 10% of 1. At depth "
-    f"{args.depth}, each seed's own factor, (signal ratio)^(1/(D-1)), is within 10% of the fitted one.",
+    f"{args.depth}, each seed's own factor, (signal ratio)^(1/(D-1)), is within 15% of the fitted one.",
     {k: per_layer[k] for k in keys} | {"typical": typical, "measured": measured})  # fmt: skip
 # %%  A sweep of the sigmoid stack's weight std s on all five seeds: median, band from min to max
 stds = np.geomspace(0.03, 2 * args.weight_std, 21)
@@ -232,8 +232,8 @@ results.spread(
 )
 near_fit = np.abs(np.r_[measured, ratio10 ** (1 / (D10 - 1))] / per_layer["glorot"] - 1)
 ANSWERS = [  # what the answers to the exercises state, about other settings
-    ("factor_near_fit", near_fit.max() < 0.1, f"On every seed that factor and the same seed's {D10}-layer "
-     "factor are both within 10% of the slider's fitted factor per layer.", {"off by": near_fit}),
+    ("factor_near_fit", near_fit.max() < 0.15, f"On every seed that factor and the same seed's {D10}-layer "
+     "factor are both within 15% of the slider's fitted factor per layer.", {"off by": near_fit}),
     ("power_prediction", np.all(np.abs(np.log10(ratio["glorot"] / predicted)) < 1), "On every seed the "
      "ratio is within a factor of 10 of that prediction.", {"ratio/predicted": ratio["glorot"] / predicted}),
     ("gain_outgrows_slope", np.all((estimate["huge"] > estimate["large"]) & (estimate["huge"] > 1)), "On "
