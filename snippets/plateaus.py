@@ -18,9 +18,7 @@ import numpy as np
 from gradlab import check, hvp, ops, optim, snippet
 
 parser = snippet.parser(__doc__)
-parser.add_argument(
-    "--start", type=snippet.positive_float, default=3.0, help="distance of the start from the minimum"
-)
+parser.add_argument("--start", type=snippet.positive_float, default=3.0, help="distance r from the minimum")
 parser.add_argument("--radius", type=snippet.positive_float, default=0.2, help="radius r of the basin")
 args, results = snippet.parse(parser)
 GTOL, TR_RADIUS, SIGMA, PAIRS = 1e-8, 1.0, 1.0, 500  # trust region's first radius; the ES's settings
@@ -65,9 +63,8 @@ wolfe = ["line_search", "newton", "bfgs", "saddle_free_newton", "trust_region"]
 slowest = max(runs[m].iterations for m in wolfe)
 claim = "every method with the strong-Wolfe search, the trust region and saddle-free Newton converge, "
 claim += "in under a tenth of the iterations of fixed-step descent, Newton with Armijo or BFGS with Armijo"
-holds = all(runs[m].converged for m in runs) and 10 * slowest < min(
-    runs[m].iterations for m in ("gd", "newton_armijo", "bfgs_armijo")
-)
+armijo = min(runs[m].iterations for m in ("gd", "newton_armijo", "bfgs_armijo"))
+holds = all(runs[m].converged for m in runs) and 10 * slowest < armijo
 results.claim("wolfe_leaves_plateau", holds, claim, {m: runs[m].iterations for m in runs})
 searched = max(runs[m].iterations for m in wolfe[:4])
 claim = "every method with the strong-Wolfe search crosses the plateau within 2 iterations"
@@ -78,6 +75,13 @@ results.claim("wolfe_still_crosses", holds, claim, {"slowest": searched}, answer
 claim = "with Armijo steps BFGS meets y^T s < 0 on the plateau; with strong-Wolfe steps never"
 holds = min(runs["bfgs_armijo"].curvatures) < 0 < min(runs["bfgs"].curvatures)
 results.claim("wolfe_curvature_positive", holds, claim, {"armijo": min(runs["bfgs_armijo"].curvatures)})
+R0 = parser.get_default("start")  # answer 2: the crawl's growth from the default start, against its law
+crawl = runs["gd"].iterations / optim.gradient_descent(fun, np.array([R0, 0.0]), lr=0.5, **stop).iterations
+law = np.exp(args.start**2 - R0**2) * R0**2 / args.start**2  # iterations ~ e^(r^2) / (2 r^2)
+results.number("gd_crawl_growth", crawl, f"fixed-step iterations over those from r = {R0:g}", rtol=1e-9)
+results.number("gd_crawl_law", law, f"e^(r^2) / r^2 over its value at r = {R0:g}", rtol=1e-9)
+claim = f"That is within 20% of the factor e^(r²)/r² predicts, {law:.3g}."
+results.claim("crawl_follows_law", abs(crawl / law - 1) < 0.2, claim, {"growth": crawl}, answer=True)
 # np.exp is not correctly rounded everywhere: a count is machine-independent if no stop is borderline
 margin = min(min(1 - t.grad_norms[-1] / GTOL, t.grad_norms[-2] / GTOL - 1) for t in runs.values())
 claim = "every run on the well stops with its last two gradient norms at least 10% away from the tolerance"
@@ -121,12 +125,7 @@ claim = "Newton takes the same iterates (to 1e-9) on the well and on the well sc
 results.claim("newton_scale_invariant", holds, claim, {"gap": gap})
 
 fig, ax = plt.subplots()
-labels = {
-    "gd": "gd, fixed step",
-    "line_search": "gd, Wolfe",
-    "newton": "newton, Wolfe",
-    "bfgs": "bfgs, Wolfe",
-}
+labels = {"gd": "gd, fixed step", "line_search": "gd, Wolfe"} | {m: f"{m}, Wolfe" for m in ("newton", "bfgs")}
 for name, trace in runs.items():
     distance = np.linalg.norm(np.array(trace.path), axis=1)
     style = "--" if name in ("gd", "newton_armijo", "bfgs_armijo") else "-"  # dashed: no Wolfe search
