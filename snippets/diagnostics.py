@@ -244,6 +244,6 @@ CLAIMS += [
     ("central_passes_mixed", passes and min(central_rel) > 1e-4, "Central differences pass the mixed "
      "tolerance while their relative error exceeds 1e-4.", {"abs": central_abs, "rel": central_rel}),
 ]  # fmt: skip
-for name, holds, statement, values, *answer in CLAIMS + [(*claim, True) for claim in ANSWERS]:
-    results.claim(name, bool(holds), statement, values, answer=bool(answer))
+for (name, holds, statement, values), answer in [(c, False) for c in CLAIMS] + [(c, True) for c in ANSWERS]:
+    results.claim(name, bool(holds), statement, values, answer=answer)
 results.save()

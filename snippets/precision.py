@@ -244,6 +244,6 @@ results.figure(fig, "loss_scaling", alt=f"Left: on each of {len(SEEDS)} seeds, {
                "gradients held at their initial values.")  # fmt: skip
 
 # %%
-for name, holds, statement, values, *answer in CLAIMS + [(*claim, True) for claim in ANSWERS]:
-    results.claim(name, bool(holds), statement, values, answer=bool(answer))
+for (name, holds, statement, values), answer in [(c, False) for c in CLAIMS] + [(c, True) for c in ANSWERS]:
+    results.claim(name, bool(holds), statement, values, answer=answer)
 results.save()

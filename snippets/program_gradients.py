@@ -229,8 +229,8 @@ ANSWERS = [  # what the answers to exercises 1 and 2 state, about other settings
     ("no_point_at_zero", not np.any(x == 0) and nan_counts["where"]["reverse"] == np.sum(x < 0), "No grid "
      "point is exactly 0, and reverse mode still returns NaN at every point with x < 0.", nan_counts),
 ]  # fmt: skip
-for name, holds, statement, values, *answer in CLAIMS + [(*claim, True) for claim in ANSWERS]:
-    results.claim(name, bool(holds), statement, values, answer=bool(answer))
+for (name, holds, statement, values), answer in [(c, False) for c in CLAIMS] + [(c, True) for c in ANSWERS]:
+    results.claim(name, bool(holds), statement, values, answer=answer)
 SETTINGS = dict(t_true=T_TRUE, t_start=T_START, temperature=args.temperature, steps=args.steps, lr=args.lr)
 for key, value in SETTINGS.items():
     results.number(key, value, f"setting of the threshold experiment: {key}")

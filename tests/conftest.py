@@ -6,6 +6,7 @@ session's temporary folder; the others wait for the lock and read it, so nothing
 """
 
 import fcntl
+import functools
 import json
 import os
 import pickle
@@ -47,21 +48,21 @@ def quoted_answer_claims() -> dict[tuple[str, tuple[str, ...]], list[str]]:
     known before anything runs."""
     from pipeline import macros
 
+    @functools.cache
+    def recorded_claims(name: str) -> dict:
+        recorded = ROOT / "tests" / "recorded" / f"{name}.json"
+        return json.loads(recorded.read_text(encoding="utf-8")).get("claims", {}) if recorded.exists() else {}
+
     found: dict = {}
     for page in sorted((ROOT / "docs").rglob("*.md")):
         for match in macros.MACRO.finditer(page.read_text(encoding="utf-8")):
             if match["kind"] or not (match["args"] or "").strip():
                 continue
-            recorded = ROOT / "tests" / "recorded" / f"{match['snippet']}.json"
-            claims = (
-                json.loads(recorded.read_text(encoding="utf-8")).get("claims", {})
-                if recorded.exists()
-                else {}
-            )
-            run = macros.run_key(match["snippet"], match["args"])
-            if match["key"] in claims and match["key"] not in found.setdefault(run, []):
-                found[run].append(match["key"])
-    return {run: claims for run, claims in found.items() if claims}
+            if match["key"] in recorded_claims(match["snippet"]):
+                quoted = found.setdefault(macros.run_key(match["snippet"], match["args"]), [])
+                if match["key"] not in quoted:
+                    quoted.append(match["key"])
+    return found
 
 
 def pytest_collection_modifyitems(config, items):
