@@ -50,10 +50,10 @@ for key, value in [*vars(args).items(), *settings.items(), *((f"scale_{s:g}", s)
 # slopes $\tanh'$ along the run. "Vanishes": below $10^{-2}$ at $T$; "explodes": above $10^{2}$.
 
 # %%
-table = {}
+table, measured = {}, {}  # measured: the runs, reused by the sweep below
 for drive, input_scale in DRIVES.items():
     for scale in SCALES:
-        runs = per_seed(rec.jacobian_summary, scale, input_scale)
+        runs = measured[drive, scale] = per_seed(rec.jacobian_summary, scale, input_scale)
         slope, rms = np.array(runs["mean_slope"]), np.array(runs["rms_slope"])
         stats = {"norm": runs["norm"], "rate": runs["rate"], "slope": slope, "gain": scale * slope}
         stats = stats | {"rms_gain": scale * rms} if not drive else stats
@@ -90,7 +90,9 @@ results.claim("rms_not_mean_slope_decides", holds, "sigma_max RMS tanh' is withi
 # crossing: the sigma_max where the norm reaches 1, interpolated in log sigma_max and log norm
 SWEEP = [0.5, 0.7, 0.9, 1.0, 1.05, 1.1, 1.2, 1.5, 1.6, 1.75, 2.0, 2.5, 3.0]
 command = f"python snippets/through_time.py --sigma-max {{value}} --seed {args.seed}"
-ends = recurrent_frames.sigma_sweep(results, "sigma_sweep", nets, SWEEP, DRIVES, default=1.5, command=command)
+ends = recurrent_frames.sigma_sweep(
+    results, "sigma_sweep", nets, SWEEP, DRIVES, default=1.5, command=command, measured=measured
+)
 crossing = {d: np.array([first_crossing(np.array(SWEEP), e) for e in ends[d].T]) for d in DRIVES}
 record("sweep_", {f"{d}crossing": crossing[d] for d in DRIVES}, rtol=1e-3)
 at = {v: i for i, v in enumerate(SWEEP)}  # the claim reads norms measured at 1.1 and 1.6, no interpolation
@@ -220,8 +222,7 @@ results.claim(
 # $f I + (1 - f)\operatorname{diag}(\tanh') W_{hh}$, with singular values in $f \pm (1 - f)\sigma_{\max}$.
 
 # %%
-f = args.forget
-results.number("forget_power", f**T, "f^T")
+results.number("forget_power", (f := args.forget) ** T, "f^T")
 fig, ax = plt.subplots()
 inside, ends = [], []
 for colour, scale in zip(plot.PALETTE, (VANISHING, EXPLODING), strict=False):

@@ -9,11 +9,18 @@ import numpy as np
 from . import recurrent as rec
 
 
-def sigma_sweep(results, key, nets, values, drives, *, default, command, every=2):
+def sigma_sweep(results, key, nets, values, drives, *, default, command, every=2, measured=None):
     """Record frames ``key`` over sigma_max = ``values`` for the drives ``{prefix: input scale}``
-    (the first is the strong drive); the curves show every ``every``-th step. Returns
-    ``{prefix: array [value, net]}`` of ||dh_T/dh_0|| after the last step T."""
-    runs = {d: [rec.per_seed(nets, rec.jacobian_summary, v, x) for v in values] for d, x in drives.items()}
+    (the first is the strong drive); the curves show every ``every``-th step. ``measured``:
+    ``{(prefix, value): rec.per_seed(nets, rec.jacobian_summary, value, scale)}`` the caller has
+    already computed, reused instead of recomputed. Returns ``{prefix: array [value, net]}`` of
+    ||dh_T/dh_0|| after the last step T."""
+    measured = measured or {}
+
+    def runs_at(d, v):
+        return measured.get((d, v)) or rec.per_seed(nets, rec.jacobian_summary, v, drives[d])
+
+    runs = {d: [runs_at(d, v) for v in values] for d in drives}
     ends = {d: np.array([r["norm"] for r in runs[d]], dtype=float) for d in drives}
     curves = {d: [np.median(np.array(r["norms"], dtype=float), axis=0) for r in runs[d]] for d in drives}
     steps = len(curves[next(iter(drives))][0])
