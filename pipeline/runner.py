@@ -25,7 +25,7 @@ import shutil
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -305,13 +305,18 @@ def _say(progress: bool, line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
 
-def run_many(requests, cache: Path = CACHE, jobs: int | None = None, progress: bool = True) -> dict:
+def run_many(
+    requests, cache: Path = CACHE, jobs: int | None = None, progress: bool = True, on_result=None
+) -> dict:
     """Run every ``(path, args)`` in ``requests`` that is not cached, across the cores: one warm
     server per core (``pipeline/executor.py``: the libraries imported once, a fork per run),
     each site's run as a notebook, each run with arguments (other seeds, the exercises'
-    settings) as a script. The longest runs (by their previous time) start first. Returns
-    ``{(name, args): Result or SnippetError}``. ``progress``: one line per run (done in N s /
-    failed) and a summary, on stderr."""
+    settings) as a script. The longest runs (by their previous time) start first. Only one
+    server imports PyTorch and JAX (~4 s of CPU each): it takes the framework scripts, and the
+    others start on the numpy runs at once. Returns ``{(name, args): Result or SnippetError}``.
+    ``on_result(run, outcome)`` is called in this thread as each run finishes, while the others
+    go on (the build converts a notebook to HTML there). ``progress``: one line per run (done
+    in N s / failed) and a summary, on stderr."""
     from pipeline import executor
 
     requests = [(Path(path).resolve(), tuple(args)) for path, args in requests]
@@ -330,31 +335,54 @@ def run_many(requests, cache: Path = CACHE, jobs: int | None = None, progress: b
             f"snippets: {len(requests) - len(stale)} cached, running {len(stale)} "
             f"({', '.join(kinds)}) on {jobs} core(s)",
         )
-        preload = set().union(*(executor.frameworks_of(path) for path, _ in stale))
+        needs = {path: executor.frameworks_of(path) for path, _ in stale}
+        preload = set().union(*needs.values())
         start = time.perf_counter()
-        servers = queue.SimpleQueue()
-        started = [executor.Server(preload) for _ in range(jobs)]
-        for server in started:
-            servers.put(server)
+        # one server imports the frameworks, or every server when there are only framework runs
+        loaded = jobs if all(needs[path] for path, _ in stale) else 1
+        started = [executor.Server(preload if i < loaded else ()) for i in range(jobs)]
+        pending = list(stale)  # longest first
+        lock = threading.Lock()
 
-        def work(path: Path, args: tuple[str, ...]):
-            server = servers.get()
-            try:
-                return _run_task(server, path, args, keys[path], cache)
-            finally:
-                servers.put(server)
+        def next_run(server_index: int):
+            """The longest pending run this server can take: a server with the frameworks
+            loaded prefers the framework scripts (only it can run them fast); the others take
+            numpy runs only."""
+            with lock:
+                for wanted in (True, False) if server_index < loaded else (False,):
+                    for i, (path, _) in enumerate(pending):
+                        if bool(needs[path]) == wanted:
+                            return pending.pop(i)
+            return None
 
+        def work(server_index: int) -> list:
+            done = []
+            while (run := next_run(server_index)) is not None:
+                path, args = run
+                try:
+                    outcome = _run_task(started[server_index], path, args, keys[path], cache)
+                except Exception as error:  # a bug here must not leave the caller waiting
+                    outcome = SnippetError(f"{executor.shown(path)}: the runner failed: {error!r}")
+                finished.put(((path, args), outcome))
+                done.append(run)
+            return done
+
+        finished = queue.SimpleQueue()
         try:
             with ThreadPoolExecutor(max_workers=jobs) as pool:
-                futures = {pool.submit(work, path, args): (path, args) for path, args in stale}
-                for future in as_completed(futures):
-                    path, args = futures[future]
-                    outcome = outcomes[(path.stem, args)] = future.result()
+                workers = [pool.submit(work, i) for i in range(jobs)]
+                for _ in range(len(stale)):
+                    (path, args), outcome = finished.get()
+                    outcomes[(path.stem, args)] = outcome
                     label = f"{path.stem} {' '.join(args)}".strip()
                     if isinstance(outcome, SnippetError):
                         _say(progress, f"  failed   {label}: {str(outcome).splitlines()[0]}")
                     elif not outcome.cached:
                         _say(progress, f"  done     {label:<40} {outcome.seconds:6.1f} s")
+                    if on_result is not None:
+                        on_result((path.stem, args), outcome)
+                for worker in workers:
+                    worker.result()
         finally:
             for server in started:
                 server.close()

@@ -105,7 +105,7 @@ def test_the_hook_turns_a_macro_error_into_a_build_failure(monkeypatch):
 
 
 def test_the_hook_turns_a_failing_snippet_into_a_build_failure(monkeypatch, tmp_path):
-    def run_many(requests):  # every run fails as a failing snippet does: its error in its place
+    def run_many(requests, on_result=None):  # every run fails as a failing snippet does: its error
         return {
             (path.stem, args): hooks.runner.SnippetError("snippets/x.py:7: ValueError: bad")
             for path, args in requests

@@ -110,3 +110,39 @@ def test_token_spans_without_a_style_go_and_neighbours_of_one_class_join():
         '<div tabindex="0" class="highlight-ipynb hl-python"><pre><span></span>'
         '<span class="k">for</span> x in xs<span class="p">)):</span></pre></div>'
     )
+
+
+def test_a_prerendered_notebook_is_a_cache_hit_for_its_page(tmp_path, monkeypatch):
+    """prerender writes mkdocs-jupyter's cache entry; the plugin, rendering the page from a copy
+    of the notebook at another path, finds it and converts nothing."""
+    import nbformat
+    from mkdocs.config import load_config
+    from mkdocs_jupyter import convert
+
+    from pipeline import runner
+
+    config = load_config(str(runner.ROOT / "mkdocs.yml"))
+    plugin = config.plugins["mkdocs-jupyter"]
+    plugin.config["cache_dir"] = str(tmp_path / "cache")
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Demo\n\n## Section")])
+    first, copy = tmp_path / "run" / "demo.ipynb", tmp_path / "pages" / "demo.ipynb"
+    for path in (first, copy):
+        path.parent.mkdir()
+        nbformat.write(notebook, path)
+    assert notebook_pages.prerender(first, config)
+    (entry,) = (tmp_path / "cache").glob("*.json")
+    assert "Section" in entry.read_text()
+    assert not notebook_pages.prerender(first, config)  # already there
+
+    def no_conversion(*args, **kwargs):
+        raise AssertionError("the page converted its notebook again")
+
+    monkeypatch.setattr(convert, "nb2html", no_conversion)
+    page = notebook_pages.SimpleNamespace(
+        file=notebook_pages.SimpleNamespace(abs_src_path=str(copy), src_path="notebooks/demo.ipynb"),
+        abs_url="/notebooks/demo/",
+        title=None,
+    )
+    plugin.on_pre_page(page, config, None)
+    page.render(config, None)
+    assert "Section" in page.content

@@ -218,6 +218,43 @@ def test_runs_come_warm_from_one_server_start_clean_and_are_cached_apart(tmp_pat
     assert str(failed).startswith(f"{path}:{line}: RuntimeError: boom on purpose")
 
 
+LOADED = '''"""A snippet that records whether its server had imported PyTorch."""
+
+# %%
+import os
+import sys
+
+preloaded = "torch" in sys.modules
+{framework}
+from gradlab import snippet
+
+args, results = snippet.parse(snippet.parser())
+results.number("server", os.getppid(), "the process that forked this run")
+results.number("preloaded", int(preloaded), "torch was imported before the run")
+results.save()
+'''
+
+
+def test_one_server_imports_the_frameworks_and_runs_their_scripts(tmp_path):
+    """With two cores, only one server pays PyTorch's import; the framework script runs there,
+    a numpy run on the other server finds no PyTorch; on_result sees every run as it ends."""
+    framework, numpy_runs = tmp_path / "uses_torch.py", [tmp_path / f"plain_{i}.py" for i in range(3)]
+    framework.write_text(LOADED.format(framework="import torch  # noqa: F401"))
+    for path in numpy_runs:
+        path.write_text(LOADED.format(framework=""))
+    seen = []
+    outcomes = runner.run_many(
+        [(p, ()) for p in (framework, *numpy_runs)], tmp_path / "cache", jobs=2, progress=False,
+        on_result=lambda run, outcome: seen.append(run),
+    )  # fmt: skip
+    assert sorted(seen) == sorted(outcomes)
+    numbers = {name: outcome.numbers for (name, _), outcome in outcomes.items()}
+    loaded_server = numbers["uses_torch"]["server"]
+    assert numbers["uses_torch"]["preloaded"] == 1
+    for name, recorded in numbers.items():  # torch is loaded in exactly the one server
+        assert recorded["preloaded"] == (recorded["server"] == loaded_server), name
+
+
 OUTPUTS = '''"""A snippet with every kind of output."""
 
 # %%
