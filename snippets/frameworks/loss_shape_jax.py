@@ -8,6 +8,7 @@ exact zero far out. Quoted by docs/shape-of-the-loss.md.
 """
 
 # %%
+import functools
 import sys
 from pathlib import Path
 
@@ -46,11 +47,12 @@ def huber(r, delta=DELTA):
 LOSSES = {"squared": lambda r: 0.5 * r**2, "huber": huber}
 
 
+@functools.partial(jax.jit, static_argnums=0)  # one compiled program per loss
 def outlier_share(loss, params, x, y):
     """sum of ||g_i|| over the outliers / over all points, g_i = d loss(a x_i + b - y_i) / d(a, b)."""
     point_grad = jax.vmap(jax.grad(lambda p, xi, yi: loss(p[0] * xi + p[1] - yi)), in_axes=(None, 0, 0))
     norms = jnp.linalg.norm(point_grad(params, x, y), axis=-1)
-    return float(norms[-OUTLIERS:].sum() / norms.sum())
+    return norms[-OUTLIERS:].sum() / norms.sum()
 
 
 @jax.jit
@@ -61,20 +63,21 @@ def fit_huber(x, y, lr=1.0, steps=2000):
 
 
 # --8<-- [end:core]
+POINT_GRAD = {  # the same per-point gradients, for the comparison with gradlab
+    name: jax.jit(jax.vmap(jax.grad(lambda p, xi, yi, f=f: f(p[0] * xi + p[1] - yi)), (None, 0, 0)))
+    for name, f in LOSSES.items()
+}
 shares = {key: [] for key in ("squared_initial", "huber_initial", "squared_fitted", "huber_fitted")}
 huber_slope_error, gap = [], 0.0  # gap: largest relative difference from gradlab's per-point norms
 GRADLAB = {"squared": losses.squared_error, "huber": lambda r: losses.huber(r, DELTA)}
 for xs, ys in zip(x, y, strict=True):
-    least_squares = jnp.linalg.lstsq(jnp.stack([xs, jnp.ones_like(xs)], 1), ys)[0]
+    least_squares = jnp.linalg.lstsq(np.stack([xs, np.ones_like(xs)], 1), ys)[0]
     huber_fit = fit_huber(xs, ys)
     huber_slope_error.append(abs(float(huber_fit[0]) - 2.0))
     for name, fitted in (("squared", least_squares), ("huber", huber_fit)):
-        shares[f"{name}_initial"].append(outlier_share(LOSSES[name], jnp.zeros(2), xs, ys))
-        shares[f"{name}_fitted"].append(outlier_share(LOSSES[name], fitted, xs, ys))
-        point_grad = jax.vmap(
-            jax.grad(lambda p, xi, yi, f=LOSSES[name]: f(p[0] * xi + p[1] - yi)), (None, 0, 0)
-        )
-        ours = np.linalg.norm(point_grad(fitted, xs, ys), axis=-1)
+        shares[f"{name}_initial"].append(float(outlier_share(LOSSES[name], np.zeros(2), xs, ys)))
+        shares[f"{name}_fitted"].append(float(outlier_share(LOSSES[name], fitted, xs, ys)))
+        ours = np.linalg.norm(POINT_GRAD[name](fitted, xs, ys), axis=-1)
         theirs = shape.per_point_gradient_norms(
             GRADLAB[name], *np.asarray(fitted)[:, None], xs[None], ys[None]
         )[0]
@@ -109,6 +112,7 @@ results.claim(
 
 
 # %%
+@jax.jit
 def logit_gradients(z):
     """dL/dz for label 1 at every z: sigmoid + squared error, and cross-entropy from logits."""
     squared = jax.grad(lambda z: jnp.sum((jax.nn.sigmoid(z) - 1) ** 2))(z)
@@ -117,11 +121,11 @@ def logit_gradients(z):
 
 found = {}
 for dtype in ("float64", "float32"):
-    zs = jnp.concatenate([jnp.array([LOGIT]), jnp.arange(0.0, -800.0, -0.01)]).astype(dtype)
-    squared, ce = logit_gradients(zs)
+    zs = np.concatenate([[LOGIT], np.arange(0.0, -800.0, -0.01)]).astype(dtype)
+    squared, ce = (np.asarray(g) for g in logit_gradients(zs))
     found["squared", dtype], found["ce", dtype] = float(squared[0]), float(ce[0])
     found["zero_from", dtype] = float(zs[squared == 0].max())
-    found["ce_smallest", dtype] = float(jnp.abs(ce[zs <= LOGIT]).min())
+    found["ce_smallest", dtype] = float(np.abs(ce[zs <= LOGIT]).min())
     results.number(f"squared_zero_from_{dtype}", found["zero_from", dtype], f"{dtype}: 0 from z", atol=0.02)
 for key in ("squared", "ce"):
     results.twin(
