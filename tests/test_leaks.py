@@ -109,6 +109,18 @@ def test_normwise_disagreement_is_small_for_a_correct_rule_and_ignores_near_zero
     assert normwise_disagreement(f, [x], methods=("forward",)) < 1e-15
 
 
+def test_normwise_disagreement_uses_known_gradients_instead_of_recomputing():
+    x = np.array([1.0, -2.0])
+
+    def f(params):
+        return ops.sum(params[0] ** 2)
+
+    central = numerical.central_difference(f, [x])
+    assert normwise_disagreement(f, [x], known={"central": central}) == normwise_disagreement(f, [x])
+    wrong = [2 * central[0]]  # a marker: only a reused gradient can be this far off
+    assert abs(normwise_disagreement(f, [x], methods=("central",), known={"central": wrong}) - 1) < 1e-6
+
+
 def test_frozen_encoder_floor_and_optimum():
     rng = np.random.default_rng(1)
     X = rng.normal(size=(40, 2)) @ rng.normal(size=(2, 5)) + 0.01 * rng.normal(size=(40, 5))

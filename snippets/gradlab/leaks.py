@@ -27,12 +27,18 @@ def primal(x):
     return np.real(x)
 
 
-def normwise_disagreement(f, params, methods=("forward", "central", "complex")):
+def normwise_disagreement(f, params, methods=("forward", "central", "complex"), known=None):
     """The largest normwise relative error ||g - g_rev|| / ||g_rev|| of each method in `methods`
     against reverse mode. Normwise, because an entry near zero makes the elementwise relative
-    error of central differences arbitrarily large (their rounding error is absolute)."""
-    reverse = check.METHODS["reverse"](f, params)
-    return max(check.normwise_rel_error(check.METHODS[name](f, params), reverse) for name in methods)
+    error of central differences arbitrarily large (their rounding error is absolute). `known`:
+    {method name: its gradients of f at params}, already computed by the caller and not recomputed."""
+    known = known or {}
+
+    def gradients(name):
+        return known[name] if name in known else check.METHODS[name](f, params)
+
+    reverse = gradients("reverse")
+    return max(check.normwise_rel_error(gradients(name), reverse) for name in methods)
 
 
 def autoencoder_loss(params, X):
