@@ -99,10 +99,23 @@ def first_layer_check(params, X, y, activation):
     error of each against reverse mode, the reverse-mode entries' largest, median and smallest
     magnitude, and the largest |central - reverse| over the rounding estimate eps |L| / h."""
 
-    def first_layer_loss(first):
+    def first_layer_loss(first):  # with ops: reverse and forward mode trace it
         return ops.mean((models.mlp([first[0], *params[1:]], X, activation) - y) ** 2)
 
-    grads = {name: method(first_layer_loss, params[:1])[0] for name, method in check.METHODS.items()}
+    act, (weights, biases) = models.ACTIVATIONS[activation], (params[2::2], params[3::2])
+
+    def values(first):  # the same L by the same floating-point operations (bit for bit) on plain
+        h = act(X @ first[0] + params[1])  # real or complex arrays: no tracing, no per-op checks
+        for W, b in zip(weights[:-1], biases[:-1], strict=True):
+            h = act(h @ W + b)
+        squares = (h @ weights[-1] + biases[-1] - y) ** 2
+        return np.sum(squares) * (1 / squares.size)  # as ops.mean: the sum times 1/size
+
+    plain = {"central": values, "complex": values}  # the methods that only evaluate L
+    grads = {
+        name: method(plain.get(name, first_layer_loss), params[:1])[0]
+        for name, method in check.METHODS.items()
+    }
     entries, rounding = np.abs(grads["reverse"]), numerical.rounding_error(first_layer_loss(params[:1]))
     out = {
         name: float(check.rel_error(grads["reverse"], g).max())
