@@ -16,6 +16,7 @@ import itertools
 
 import matplotlib.pyplot as plt
 import numpy as np
+from gradlab import batched_check as batched
 from gradlab import check, engine, float32_check, models, numerical, ops, planted, plot, snippet
 from gradlab.tolerance import all_close, directional_check, random_direction
 
@@ -40,6 +41,7 @@ results.number("n_params", n_params, "parameters of the small tanh network")
 # ## The step-size trade-off
 # Per seed: central differences in float64 and float32 (float32's reference: float64 reverse mode on
 # the float32-rounded parameters, so only the arithmetic differs), the complex step; h from 1 to 1e-13.
+# `gradlab.batched_check` evaluates every perturbed network at once, bit for bit as `gradlab.numerical`.
 
 # %%
 steps = np.logspace(0, -13, 40)
@@ -52,26 +54,25 @@ def sweep(seed):
     rng_s = np.random.default_rng(seed)
     X_s, y_s = rng_s.normal(size=(16, 4)), rng_s.normal(size=(16, 1))
     p64 = models.init_mlp(SIZES, "glorot", rng_s)
-    p32 = [p.astype(np.float32) for p in p64]
-    f64 = functools.partial(loss, X=X_s, y=y_s)
-    f32 = functools.partial(loss, X=X_s.astype(np.float32), y=y_s.astype(np.float32))
+    p32, X32, y32 = [p.astype(np.float32) for p in p64], X_s.astype(np.float32), y_s.astype(np.float32)
+    f64, s64 = functools.partial(loss, X=X_s, y=y_s), batched.mlp_mse(X_s, y_s)
+    f32, s32 = functools.partial(loss, X=X32, y=y32), batched.mlp_mse(X32, y32)
     ref64, ref32 = engine.grad(f64, p64), engine.grad(f32, [p.astype(np.float64) for p in p32])  # 64-bit
     fd32 = [  # below about eps * |x| a float32 step rounds away (x + h == x - h): no quotient
-        normwise(numerical.central_difference(f32, p32, h=h), ref32) if h >= float32_min_step else np.nan
+        normwise(batched.central_difference(s32, p32, h=h), ref32) if h >= float32_min_step else np.nan
         for h in steps
     ]
     return {
-        "float64": [normwise(numerical.central_difference(f64, p64, h=h), ref64) for h in steps],
+        "float64": [normwise(batched.central_difference(s64, p64, h=h), ref64) for h in steps],
         "float32": fd32,
-        "complex step": [normwise(numerical.complex_step(f64, p64, h=h), ref64) for h in steps],
+        "complex step": [normwise(batched.complex_step(s64, p64, h=h), ref64) for h in steps],
         "agreement": check.compare(f64, p64, ("reverse", "forward", "complex")),
-        "tiny": normwise(numerical.complex_step(f64, p64, h=tiny_step), ref64),
+        "tiny": normwise(batched.complex_step(s64, p64, h=tiny_step), ref64),
         "tiny32": normwise(float32_check.complex_step32(f32, p32), ref32),
     }
 
 
-PRECISIONS = ("float64", "float32")
-sweeps = [sweep(seed) for seed in snippet.seeds(args.seed)]
+PRECISIONS, sweeps = ("float64", "float32"), [sweep(seed) for seed in snippet.seeds(args.seed)]
 errors = {name: sweeps[0][name] for name in ("float64", "float32", "complex step")}  # figure: 1st seed
 best_h = {n: [steps[int(np.nanargmin(s[n]))] for s in sweeps] for n in PRECISIONS}
 best_error = {n: np.array([np.nanmin(s[n]) for s in sweeps]) for n in PRECISIONS}

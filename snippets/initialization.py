@@ -14,7 +14,7 @@ docs/initialization.md.
 # %%
 import numpy as np
 from gradlab import init as inits
-from gradlab import init_figures, models, snippet
+from gradlab import init_figures, snippet
 from gradlab.first_layer_check import first_layer_check
 
 parser = snippet.parser(__doc__)
@@ -50,13 +50,14 @@ for key, value in settings.items():  # quoted by the chapter
 # %%
 def measure(activation, init, seed):
     """A fresh network at its starting point, on seed's data: ``inits.propagate``'s numbers."""
-    data_rng, weight_rng = np.random.default_rng([seed, 0]), np.random.default_rng([seed, 1])
+    data_rng, sizes = np.random.default_rng([seed, 0]), [width] * (depth + 1) + [n_out]
     X, readout = data_rng.normal(size=(batch, width)), data_rng.normal(size=(batch, n_out))
-    sizes = [width] * (depth + 1) + [n_out]
-    if init == "orthogonal":
-        params = inits.orthogonal_mlp(sizes, weight_rng, gain=np.sqrt(2) if activation == "relu" else 1.0)
-    else:
-        params = models.init_mlp(sizes, INITS.get(init, init), weight_rng)  # init: a name or a std
+    if init == "orthogonal":  # seeded_mlp: init_mlp or orthogonal_mlp on default_rng([seed, 1]), bit for bit
+        params = inits.seeded_mlp(
+            sizes, ("orthogonal", np.sqrt(2) if activation == "relu" else 1.0), (seed, 1)
+        )
+    else:  # init: a name or a std
+        params = inits.seeded_mlp(sizes, INITS.get(init, init), (seed, 1))
     run = inits.propagate(params, X, readout, activation)
     run["grad_rms_first"] = run["relgrad"] * np.linalg.norm(params[0]) / np.sqrt(params[0].size)
     run["saturated"] = np.mean([np.mean(slope < SATURATED_SLOPE) for slope in run["slopes"]])

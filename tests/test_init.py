@@ -82,3 +82,23 @@ def test_descend_takes_plain_gradient_steps():
     np.testing.assert_allclose(first[0], [2.0, -4.0])
     np.testing.assert_allclose(x, [0.25, -0.5])  # x <- x - 0.25 * 2x = x / 2, twice
     assert value == pytest.approx(0.3125)
+
+
+def test_seeded_mlp_is_init_mlp_and_orthogonal_mlp_bit_for_bit():
+    sizes = [6, 5, 5, 3]
+    for _ in range(2):  # the second round comes from the cached draws
+        for scheme in ("glorot", "he", 0.07, 1.0):
+            expected = models.init_mlp(sizes, scheme, np.random.default_rng([4, 1]))
+            got = init.seeded_mlp(sizes, scheme, (4, 1))
+            assert all(np.array_equal(a, b) for a, b in zip(got, expected, strict=True))
+        for gain in (1.0, np.sqrt(2)):
+            expected = init.orthogonal_mlp(sizes, np.random.default_rng(9), gain=gain)
+            got = init.seeded_mlp(sizes, ("orthogonal", gain), 9)
+            assert all(np.array_equal(a, b) for a, b in zip(got, expected, strict=True))
+    expected = init.orthogonal_mlp(sizes, np.random.default_rng(9))
+    assert all(
+        np.array_equal(a, b) for a, b in zip(init.seeded_mlp(sizes, "orthogonal", 9), expected, strict=True)
+    )
+    got = init.seeded_mlp(sizes, 0.5, (4, 1))
+    got[0][0, 0] = 1e9  # the caller's arrays are its own: the cache is not touched
+    assert init.seeded_mlp(sizes, 0.5, (4, 1))[0][0, 0] != 1e9

@@ -5,6 +5,7 @@ Both return parameter lists in the layout of ``models.init_mlp``: ``[W1, b1, W2,
 with ``W_l`` of shape ``(fan_in, fan_out)`` and biases 0, so ``models.mlp`` runs them.
 """
 
+import functools
 from itertools import pairwise
 
 import numpy as np
@@ -35,6 +36,40 @@ def orthogonal_mlp(sizes, rng, gain=1.0):
     for fan_in, fan_out in pairwise(sizes):
         params += [orthogonal(fan_in, fan_out, rng, gain), np.zeros(fan_out)]
     return params
+
+
+@functools.lru_cache(maxsize=8)
+def _standard_normals(seed, sizes):
+    rng = np.random.default_rng(seed)
+    return tuple(rng.standard_normal(size=(fan_in, fan_out)) for fan_in, fan_out in pairwise(sizes))
+
+
+@functools.lru_cache(maxsize=8)
+def _orthogonal_factors(seed, sizes):
+    rng = np.random.default_rng(seed)
+    return tuple(orthogonal(fan_in, fan_out, rng) for fan_in, fan_out in pairwise(sizes))
+
+
+def seeded_mlp(sizes, init, seed):
+    """``models.init_mlp(sizes, init, np.random.default_rng(seed))``, bit for bit, or with
+    ``init="orthogonal"`` (gain 1) or ``("orthogonal", gain)`` ``orthogonal_mlp`` from that
+    generator, bit for bit (``seed``: an int or a tuple of ints).
+
+    Networks drawn from the same seed and sizes share their random numbers: N(0, std^2) is
+    ``0.0 + std * z`` for the generator's standard normal z (numpy's own formula), and an
+    orthogonal layer is ``gain`` times the same Q. So the draws (and QR decompositions) are made
+    once per seed and sizes and kept (the last 8), and every further scale costs one multiply.
+    """
+    sizes = tuple(sizes)
+    if init == "orthogonal" or (isinstance(init, tuple) and init[0] == "orthogonal"):
+        gain = 1.0 if init == "orthogonal" else init[1]
+        return [a for Q in _orthogonal_factors(seed, sizes) for a in (gain * Q, np.zeros(Q.shape[1]))]
+    draws = _standard_normals(seed, sizes)
+    return [
+        a
+        for (fan_in, fan_out), z in zip(pairwise(sizes), draws, strict=True)
+        for a in (0.0 + models.weight_std(init, fan_in, fan_out) * z, np.zeros(fan_out))
+    ]
 
 
 def constant_mlp(sizes, value):
