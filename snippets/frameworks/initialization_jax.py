@@ -46,13 +46,14 @@ def loss(offsets, weights, X, readout):
     return jnp.sum((h @ weights[-1]) * readout) / len(X), zs
 
 
+@jax.jit
 def factors(weights, X, readout):
     """Per-layer factors of Var[z_l] (forward) and Var[dL/dh_l] (backward)."""
     offsets = [jnp.zeros((len(X), W.shape[1])) for W in weights[:-1]]
     dh, zs = jax.grad(loss, has_aux=True)(offsets, weights, X, readout)
     var_z, var_g = [jnp.mean(z**2) for z in zs], [jnp.mean(g**2) for g in dh]
     root = 1 / (DEPTH - 1)
-    return float((var_z[-1] / var_z[0]) ** root), float((var_g[0] / var_g[-1]) ** root)
+    return (var_z[-1] / var_z[0]) ** root, (var_g[0] / var_g[-1]) ** root
 
 
 INITS = {  # variance_scaling(scale, mode, "truncated_normal"): a normal cut at 2 std, rescaled
@@ -73,13 +74,13 @@ for seed in snippet.seeds(args.seed):
     for scheme in ("he", "glorot"):
         params = models.init_mlp(SIZES, scheme, np.random.default_rng([seed, 1]))
         weights = [jnp.asarray(W) for W in params[0::2]]  # its biases are 0
-        measured.setdefault(scheme, []).append(factors(weights, X, readout))
+        measured.setdefault(scheme, []).append([float(v) for v in factors(weights, X, readout)])
         run = inits.propagate(params, np.asarray(X), np.asarray(readout), "relu")
         by_gradlab.setdefault(scheme, []).append((run["forward"], run["backward"]))
     keys = jax.random.split(jax.random.key(seed), len(SIZES) - 1)
     for name, init in INITS.items():
         weights = [init(k, shape, jnp.float64) for k, shape in zip(keys, pairwise(SIZES), strict=True)]
-        measured.setdefault(name, []).append(factors(weights, X, readout))
+        measured.setdefault(name, []).append([float(v) for v in factors(weights, X, readout)])
         draws[name].append(np.asarray(weights[0]))
 measured = {key: np.array(values) for key, values in measured.items()}  # (seed, forward/backward)
 for scheme in ("he", "glorot"):
