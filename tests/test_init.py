@@ -102,3 +102,21 @@ def test_seeded_mlp_is_init_mlp_and_orthogonal_mlp_bit_for_bit():
     got = init.seeded_mlp(sizes, 0.5, (4, 1))
     got[0][0, 0] = 1e9  # the caller's arrays are its own: the cache is not touched
     assert init.seeded_mlp(sizes, 0.5, (4, 1))[0][0, 0] != 1e9
+
+
+@pytest.mark.parametrize("sizes", [[4, 8, 8, 1], [4, 13, 13, 1], [3, 5, 2], [2, 6, 6, 6, 3]])
+def test_tanh_mse_value_and_grad_is_the_engines_bit_for_bit_along_a_descent(sizes):
+    rng = np.random.default_rng(len(sizes))
+    X, y = rng.normal(size=(64, sizes[0])), rng.normal(size=(64, sizes[-1]))
+
+    def mse(params):
+        return ops.mean((models.mlp(params, X, "tanh") - y) ** 2)
+
+    for start in (init.constant_mlp(sizes, 0.3), models.init_mlp(sizes, "glorot", rng)):
+        start[1] = start[1] + 0.1  # a nonzero bias
+        mine = init.descend(mse, start, 0.1, 40, lambda _, p: init.tanh_mse_value_and_grad(p, X, y))
+        engines = init.descend(mse, start, 0.1, 40)
+        assert mine[0] == engines[0]
+        assert all(
+            np.array_equal(a, b) for a, b in zip(mine[1] + mine[2], engines[1] + engines[2], strict=True)
+        )
