@@ -7,6 +7,7 @@ SGD step and one Adam step written with tree_map. Quoted by docs/per-layer-diagn
 """
 
 # %%
+import functools
 import sys
 from pathlib import Path
 
@@ -55,6 +56,7 @@ def loss(layers, X, y, residual=False):
     return jnp.mean((h @ layers[-1]["W"] + layers[-1]["b"] - y) ** 2)
 
 
+@functools.partial(jax.jit, static_argnames="residual")
 def report(layers, X, y, residual=False):
     """Per-leaf gradient norms, the SGD update ratio lr ||g|| / ||W||, and Adam's first step."""
     grads = jax.grad(loss)(layers, X, y, residual)
