@@ -52,13 +52,23 @@ def loss(params, X, y):
 scaled_grad = jax.jit(jax.grad(lambda params, X, y, S: S * loss(params, X, y)))
 
 
+@jax.jit
+def all_finite(grads):  # one compiled check over every array
+    return jnp.all(jnp.stack([jnp.isfinite(g).all() for g in grads]))
+
+
+@jax.jit
+def unscale(grads, S):
+    return [g.astype(jnp.float32) / S for g in grads]
+
+
 def grads_with_scale(params, X, y, S=2.0**24):
     """Halve S until every scaled gradient is finite (each halving a skipped step), then unscale."""
     grads, skipped = scaled_grad(params, X, y, S), 0
-    while not all(jnp.all(jnp.isfinite(g)) for g in grads):  # inf or NaN: skip the step, halve S
+    while not all_finite(grads):  # inf or NaN: skip the step, halve S
         S, skipped = S / 2, skipped + 1
         grads = scaled_grad(params, X, y, S)
-    return [g.astype(jnp.float32) / S for g in grads], S, skipped
+    return unscale(grads, S), S, skipped
 
 
 # --8<-- [end:core]
