@@ -50,16 +50,8 @@ def loss(params, X, y):
 
 
 scaled_grad = jax.jit(jax.grad(lambda params, X, y, S: S * loss(params, X, y)))
-
-
-@jax.jit
-def all_finite(grads):  # one compiled check over every array
-    return jnp.all(jnp.stack([jnp.isfinite(g).all() for g in grads]))
-
-
-@jax.jit
-def unscale(grads, S):
-    return [g.astype(jnp.float32) / S for g in grads]
+all_finite = jax.jit(lambda grads: jnp.all(jnp.stack([jnp.isfinite(g).all() for g in grads])))
+unscale = jax.jit(lambda grads, S: [g.astype(jnp.float32) / S for g in grads])
 
 
 def grads_with_scale(params, X, y, S=2.0**24):
