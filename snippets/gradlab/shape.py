@@ -30,7 +30,7 @@ OPTIMIZERS = ("gd", "normalized", "adam")
 def sigmoid(z):
     """1 / (1 + e^-z), without overflow for large |z|."""
     e = np.exp(-np.abs(z))
-    return np.where(z >= 0, 1 / (1 + e), e / (1 + e))
+    return np.where(z >= 0, 1.0, e) / (1 + e)  # 1 / (1 + e) for z >= 0, e / (1 + e) below
 
 
 def logit_gradient(loss, z, y):
@@ -54,7 +54,8 @@ def _loss_and_gradient(loss, w, b, x, y):
     z = w * x + b
     s = sigmoid(z)
     if loss == "squared":
-        per_point, dz = (s - y) ** 2, 2 * (s - y) * s * (1 - s)
+        error = s - y
+        per_point, dz = error**2, 2 * error * s * (1 - s)
     else:
         per_point, dz = np.logaddexp(0.0, z) - y * z, s - y
     n = x.shape[-1]
@@ -125,25 +126,42 @@ def steps_to_gap(loss, optimizer, lr, w0, x, y, best, fraction=0.01, max_steps=2
 
     `lr` broadcasts against the runs, e.g. shape (n_lr, 1, 1) with x, y of shape (n_seeds,
     points) and `best` (each seed's minimum) of shape (n_seeds, 1); returns an array of the runs'
-    batch shape, e.g. (n_lr, n_seeds)."""
+    batch shape, e.g. (n_lr, n_seeds).
+
+    A run that has arrived leaves the batch: the others go on with the same floating-point
+    operations on their own rows (every operation is elementwise or a sum along a run's own
+    points, and Adam's state is per entry), so their steps do not depend on who else is running."""
+    if optimizer not in OPTIMIZERS:
+        raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {optimizer!r}")
     lr = np.asarray(lr, dtype=float)
     shape = np.broadcast_shapes(lr.shape, (*x.shape[:-1], 1))
     params = [np.full(shape, float(w0)), np.zeros(shape)]
-    if optimizer not in OPTIMIZERS:
-        raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {optimizer!r}")
-    adam = Adam(params, lr=lr) if optimizer == "adam" else None
     tolerance = fraction * (mean_loss(loss, *params, x, y) - best)
-    steps, at_gap = np.full(shape, np.inf), np.full(shape, np.nan)
+    steps, at_gap = np.full(shape[:-1], np.inf), np.full(shape[:-1], np.nan)
+    rows, points = int(np.prod(shape[:-1])), x.shape[-1]
+
+    def flat(a, width=1):  # (runs, width): one row per run
+        return np.broadcast_to(a, (*shape[:-1], width)).reshape(rows, width)
+
+    params, tolerance, best = [flat(p) for p in params], flat(tolerance), flat(best)
+    x, y, lr, running = flat(x, points), flat(y, points), flat(lr), np.arange(rows)
+    adam = Adam(params, lr=lr) if optimizer == "adam" else None
     for step in range(max_steps + 1):
         value, grads = _loss_and_gradient(loss, *params, x, y)
-        arrived = (value - best <= tolerance) & np.isinf(steps)
-        steps[arrived] = step
-        if with_accuracy:
-            at_gap[arrived] = accuracy(*params, x, y)[arrived]
-        if step == max_steps or np.all(np.isfinite(steps)):
+        arrived = (value - best <= tolerance)[:, 0]
+        if arrived.any():
+            steps.flat[running[arrived]] = step
+            if with_accuracy:
+                at_gap.flat[running[arrived]] = accuracy(*params, x, y)[arrived, 0]
+            keep = ~arrived
+            running, params, grads = running[keep], [p[keep] for p in params], [g[keep] for g in grads]
+            x, y, lr, best, tolerance = x[keep], y[keep], lr[keep], best[keep], tolerance[keep]
+            if adam is not None:  # its per-entry state follows the runs
+                adam.m, adam.v, adam.lr = [m[keep] for m in adam.m], [v[keep] for v in adam.v], lr
+        if step == max_steps or running.size == 0:
             break
         params = update(optimizer, params, grads, lr, adam)
-    return (steps[..., 0], at_gap[..., 0]) if with_accuracy else steps[..., 0]
+    return (steps, at_gap) if with_accuracy else steps
 
 
 def update(optimizer, params, grads, lr, adam=None):
