@@ -76,10 +76,7 @@ def adam(params, grads, state, lr=ADAM_LR, b1=0.9, b2=0.999, eps=1e-8):
     return jax.tree.map(step, params, m, v), (m, v, t)
 
 
-@jax.jit
-@jax.value_and_grad
-def reconstruction(p, X):
-    return jnp.mean((X @ p["enc"] @ p["dec"] - X) ** 2)
+reconstruction = jax.jit(jax.value_and_grad(lambda p, X: jnp.mean((X @ p["enc"] @ p["dec"] - X) ** 2)))
 
 
 def autoencoder(X, W_dec0, discard_encoder, steps=10 * STEPS):
@@ -91,7 +88,7 @@ def autoencoder(X, W_dec0, discard_encoder, steps=10 * STEPS):
         before, params = params, {**new, "enc": params["enc"]} if discard_encoder else new  # the bug
         if k == 0:  # the probe: which parameter with a non-zero gradient did not change?
             frozen = [
-                n for n in params if np.array_equal(params[n], before[n]) and np.any(np.asarray(grads[n]))
+                n for n in params if np.array_equal(params[n], before[n]) and np.asarray(grads[n]).any()
             ]
     return float(value), frozen, params["enc"]
 
