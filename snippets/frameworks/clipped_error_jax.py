@@ -41,6 +41,7 @@ def huber_loss(delta):  # the fix, threshold 1
     return jnp.sum(jnp.where(jnp.abs(delta) <= 1, 0.5 * delta**2, jnp.abs(delta) - 0.5))
 
 
+@jax.jit
 def per_example_gradients(td_errors):
     """d loss / d delta for every example: clipped-then-squared, Huber, and the clipped residual."""
     delta = jnp.asarray(td_errors)
@@ -52,10 +53,11 @@ zero, gaps, same_as_gradlab, at_bound = [], [], True, 0
 for seed in snippet.seeds(args.seed):
     td_errors = np.random.default_rng(seed).standard_t(DOF, size=BATCH)  # clipped_error.py's first draw
     clipped, huber, residual = per_example_gradients(td_errors)
-    zero.append(float(jnp.mean(clipped == 0)))
-    gaps.append(float(jnp.max(jnp.abs(huber - residual))))
+    clipped, huber, residual = (np.asarray(a) for a in (clipped, huber, residual))
+    zero.append(float(np.mean(clipped == 0)))
+    gaps.append(float(np.max(np.abs(huber - residual))))
     gradlab = engine.grad(lambda p: ops.sum(0.5 * ops.clip(p[0], -1.0, 1.0) ** 2), [td_errors])[0]
-    same_as_gradlab &= bool(np.array_equal(np.asarray(clipped), gradlab))
+    same_as_gradlab &= bool(np.array_equal(clipped, gradlab))
     at_bound += int(np.sum(np.abs(td_errors) == 1))
 results.twin_spread(
     "zero_fraction", zero, "share of examples with exactly zero gradient",
