@@ -71,12 +71,12 @@ with np.errstate(all="ignore"):  # the largest learning rates diverge on purpose
             history.append(np.where(np.isfinite(value), value, np.inf))
             if step < args.steps:
                 new = adam.step(params, grads) if adam else [p - lr_all * g for p, g in zip(params, grads)]  # noqa: B905
-                first_updates.setdefault(method, [n - p for n, p in zip(new[0:-2:2], params[0:-2:2])])  # noqa: B905
+                if method not in first_updates:
+                    first_updates[method] = [n - p for n, p in zip(new[0:-2:2], params[0:-2:2], strict=True)]
                 params = new
         curves[method] = np.array(history).reshape(args.steps + 1, len(SEEDS), len(LRS)) / variance[:, None]
         best[method] = int(np.argmin(np.median(curves[method][-1], axis=0)))
-        final[method] = curves[method][-1, :, best[method]]
-        key = method.replace(" ", "_").lower()
+        final[method], key = curves[method][-1, :, best[method]], method.replace(" ", "_").lower()
         results.number(f"{key}_lr", LRS[best[method]], f"{method}: best learning rate on the grid")
         results.spread(f"{key}_final", final[method], f"{method}: final loss / target variance", rtol=1e-4)
         print(f"{method:<15} final loss / variance per lr:", np.median(curves[method][-1], axis=0).round(3))
