@@ -105,7 +105,7 @@ def scaled_runs(seed, depth):
     X16 = X.astype(np.float16)
     _, ref, _ = scaling.mlp_scaled_grads([p.astype(np.float64) for p in deep], X16.astype(float), y, 1)
     with np.errstate(all="ignore"):
-        outputs = [scaling.mlp_scaled_grads(deep, X16, y, S) for S in scales]
+        outputs = scaling.mlp_scaled_grads_over(deep, X16, y, scales)  # one forward pass for every S
     runs = [o[1] for o in outputs]  # scaled gradients
     finite = np.array([all(np.all(np.isfinite(g)) for g in grads) for grads in runs])
     best = int(np.flatnonzero(finite)[-1]) if finite.all() else int(np.argmin(finite)) - 1  # largest safe S

@@ -75,6 +75,25 @@ def test_mlp_scaled_grads_in_float64_is_the_engine_gradient_times_the_scale():
         np.testing.assert_allclose(got / 8.0, want, rtol=1e-10)  # float64 parameters: a float64 loss
 
 
+def test_mlp_scaled_grads_over_scales_is_one_call_per_scale_bit_for_bit():
+    from gradlab import models
+
+    rng = np.random.default_rng(3)
+    for activation in ("sigmoid", "tanh"):
+        params = [p.astype(np.float16) for p in models.init_mlp([3, 6, 6, 6, 1], "glorot", rng)]
+        X, y = rng.normal(size=(7, 3)).astype(np.float16), rng.normal(size=(7, 1))
+        scales = [1.0, 2.0**10, 2.0**24]  # the last overflows float16 to inf
+        with np.errstate(all="ignore"):
+            swept = scaling.mlp_scaled_grads_over(params, X, y, scales, activation)
+            single = [scaling.mlp_scaled_grads(params, X, y, s, activation) for s in scales]
+        assert not np.all(np.isfinite(single[-1][1][0]))
+        for (loss_a, grads_a, deltas_a), (loss_b, grads_b, deltas_b) in zip(swept, single, strict=True):
+            assert loss_a == loss_b
+            for a, b in zip(grads_a + deltas_a, grads_b + deltas_b, strict=True):
+                assert a.dtype == b.dtype == np.float16
+                np.testing.assert_array_equal(a, b)
+
+
 def test_significant_bits_of_float16():
     tiny = float(np.finfo(np.float16).smallest_subnormal)
     bits = scaling.significant_bits([1.0, 6.2e-5, tiny, 3 * tiny, 0.0])

@@ -92,6 +92,12 @@ def mlp_scaled_grads(params, X, y, scale, activation="sigmoid"):
     loss, the *scaled* gradients [S dL/dW_1, S dL/db_1, ...] in the parameters' dtype, the
     scaled deltas S dL/dz_l of the hidden layers).
     """
+    return mlp_scaled_grads_over(params, X, y, [scale], activation)[0]
+
+
+def mlp_scaled_grads_over(params, X, y, scales, activation="sigmoid"):
+    """``[mlp_scaled_grads(params, X, y, S, activation) for S in scales]``, bit for bit, with the
+    forward pass (which does not depend on S) run once."""
     dtype = params[0].dtype
     loss_dtype = np.promote_types(dtype, np.float32)
     act = {"sigmoid": lambda z: 1 / (1 + np.exp(-z)), "tanh": np.tanh}[activation]
@@ -101,16 +107,20 @@ def mlp_scaled_grads(params, X, y, scale, activation="sigmoid"):
         hs.append(act(hs[-1] @ W + b).astype(dtype))
     out = (hs[-1] @ params[-2] + params[-1]).astype(loss_dtype)
     residual = out - np.asarray(y, loss_dtype)
-    with np.errstate(over="ignore", invalid="ignore"):
-        d = (loss_dtype.type(scale) * 2 * residual / residual.shape[0]).astype(dtype)
-        grads, deltas = [hs[-1].T @ d, d.sum(0)], []
-        dh = d @ params[-2].T
-        for layer in range(len(hs) - 2, -1, -1):
-            g = (dh * slope(hs[layer + 1])).astype(dtype)
-            deltas.insert(0, g)
-            grads = [hs[layer].T @ g, g.sum(0), *grads]
-            dh = g @ params[2 * layer].T
-    return float(np.mean(residual * residual)), grads, deltas
+    slopes = [slope(h) for h in hs[1:]]  # slopes[layer] belongs to hs[layer + 1]
+    loss, results = float(np.mean(residual * residual)), []
+    for scale in scales:
+        with np.errstate(over="ignore", invalid="ignore"):
+            d = (loss_dtype.type(scale) * 2 * residual / residual.shape[0]).astype(dtype)
+            grads, deltas = [hs[-1].T @ d, d.sum(0)], []
+            dh = d @ params[-2].T
+            for layer in range(len(hs) - 2, -1, -1):
+                g = (dh * slopes[layer]).astype(dtype)
+                deltas.insert(0, g)
+                grads = [hs[layer].T @ g, g.sum(0), *grads]
+                dh = g @ params[2 * layer].T
+        results.append((loss, grads, deltas))
+    return results
 
 
 def significant_bits(x, dtype=np.float16):
