@@ -206,12 +206,11 @@ for name, holds, statement, values in [  # stated only by the answers to --naive
 # arithmetic; a BLAS may round equal columns differently, so the claims allow a relative 1e-12.
 
 # %%
-sym_sizes, sym = [4, args.sym_width, args.sym_width, 1], []
-for seed in SEEDS:
-    rng = np.random.default_rng([seed, 2])
-    X_sym = rng.normal(size=(64, sym_sizes[0]))
-    y_sym = np.sin(1.5 * X_sym @ rng.normal(size=(sym_sizes[0], 1)))
-    sym.append(inits.equal_versus_random(X_sym, y_sym, sym_sizes, SYM_VALUE, SYM_LR, args.sym_steps, rng))
+sym_sizes, problems = [4, args.sym_width, args.sym_width, 1], []
+for seed in SEEDS:  # every seed's two starts train at once, as equal_versus_random would one by one
+    X_sym = (rng := np.random.default_rng([seed, 2])).normal(size=(64, sym_sizes[0]))
+    problems.append((X_sym, np.sin(1.5 * X_sym @ rng.normal(size=(sym_sizes[0], 1))), rng))
+sym = inits.equal_versus_random_seeds(problems, sym_sizes, SYM_VALUE, SYM_LR, args.sym_steps)
 print("dL/dW_1 at the equal start, first row:", sym[0]["first_grads"][0][0])
 results.number("sym_grad_example", sym[0]["first_grads"][0][0, 0], "dL/dW_1[0, j], equal start", rtol=1e-4)
 equal, random = np.array([r["equal"] for r in sym]), np.array([r["random"] for r in sym])

@@ -120,3 +120,32 @@ def test_tanh_mse_value_and_grad_is_the_engines_bit_for_bit_along_a_descent(size
         assert all(
             np.array_equal(a, b) for a, b in zip(mine[1] + mine[2], engines[1] + engines[2], strict=True)
         )
+
+
+def test_equal_versus_random_seeds_is_the_engines_descent_bit_for_bit():
+    sizes, problems, expected = [4, 13, 13, 1], [], []
+    for seed in range(3):
+        rng = np.random.default_rng([seed, 2])
+        X = rng.normal(size=(64, 4))
+        y = np.sin(1.5 * X @ rng.normal(size=(4, 1)))
+        problems.append((X, y, rng))
+
+        def mse(params, X=X, y=y):
+            return ops.mean((models.mlp(params, X, "tanh") - y) ** 2)
+
+        equal, first, end = init.descend(mse, init.constant_mlp(sizes, 0.3), 0.1, 60)
+        random = init.descend(mse, models.init_mlp(sizes, "glorot", _after_problem(seed)), 0.1, 60)[0]
+        expected.append((equal, random, first, init.unit_spread(end)))
+    for got, (equal, random, first, spread) in zip(
+        init.equal_versus_random_seeds(problems, sizes, 0.3, 0.1, 60), expected, strict=True
+    ):
+        assert got["equal"] == equal and got["random"] == random and got["unit_spread"] == spread
+        assert all(np.array_equal(a, b) for a, b in zip(got["first_grads"], first, strict=True))
+
+
+def _after_problem(seed):
+    """The generator of a problem after its data were drawn, where the Glorot draw starts."""
+    rng = np.random.default_rng([seed, 2])
+    rng.normal(size=(64, 4))
+    rng.normal(size=(4, 1))
+    return rng

@@ -145,21 +145,25 @@ def tanh_mse_value_and_grad(params, X, y):
     in its order (the mean's 1/size, the square's 2x, the subtraction's 1, the broadcast bias's
     sum over the batch, the matmul's two products, tanh's 1 - y**2). For a small network most of
     the engine's time is bookkeeping, so this costs a fraction of it; tests/test_init.py checks
-    it against the engine over many descent steps."""
+    it against the engine over many descent steps.
+
+    Stacked networks (every array with a leading axis K: X (K, N, d), W (K, n_in, n_out), b (K,
+    n_out)) give K values and stacked gradients, each network's the same as alone."""
     activations = [X]
     for W, b in zip(params[0:-2:2], params[1:-2:2], strict=True):
-        activations.append(np.tanh(activations[-1] @ W + b))
-    difference = activations[-1] @ params[-2] + params[-1] - y
+        activations.append(np.tanh(activations[-1] @ W + b[..., None, :]))
+    difference = activations[-1] @ params[-2] + params[-1][..., None, :] - y
     square = difference**2
-    scale = np.asarray(1 / square.size)  # the engine's mean: sum, times 1/size as a 0-d array
-    value = square.sum() * scale
-    g = 1 * ((2 * difference**1) * np.array(np.broadcast_to(scale * np.ones_like(value), square.shape)))
+    scale = np.asarray(1 / (square.shape[-2] * square.shape[-1]))  # the engine's mean: sum, times 1/size
+    value = square.sum(axis=(-2, -1)) * scale
+    g = 1 * ((2 * difference**1) * np.full(square.shape, scale))  # the sum's rule: dL/dsum everywhere
     grads = [None] * len(params)
     for layer in reversed(range(len(params) // 2)):
-        grads[2 * layer], grads[2 * layer + 1] = activations[layer].T @ g, g.sum(axis=0)
+        grads[2 * layer] = np.swapaxes(activations[layer], -1, -2) @ g
+        grads[2 * layer + 1] = g.sum(axis=-2)
         if layer > 0:
-            g = (1 - activations[layer] ** 2) * (g @ params[2 * layer].T)
-    return float(value), grads
+            g = (1 - activations[layer] ** 2) * (g @ np.swapaxes(params[2 * layer], -1, -2))
+    return (float(value) if np.ndim(value) == 0 else value), grads
 
 
 def descend(loss, params, lr, steps, value_and_grad=engine.value_and_grad):
@@ -180,14 +184,36 @@ def equal_versus_random(X, y, sizes, value, lr, steps, rng, activation="tanh"):
     ``equal`` and ``random``, ``first_grads`` (the equal start's gradient at step 0), and
     ``grad_spread`` / ``unit_spread``: ``unit_spread`` of that gradient and of the equal start's
     final weights. The gradients are the engine's reverse mode (for tanh computed, bit for bit,
-    by ``tanh_mse_value_and_grad``)."""
+    by ``tanh_mse_value_and_grad``; ``equal_versus_random_seeds`` trains several problems at once)."""
+    if activation == "tanh":
+        return equal_versus_random_seeds([(X, y, rng)], sizes, value, lr, steps)[0]
 
     def mse(params):
         return ops.mean((models.mlp(params, X, activation) - y) ** 2)
 
-    fast = activation == "tanh"
-    rule = (lambda _, params: tanh_mse_value_and_grad(params, X, y)) if fast else engine.value_and_grad
-    equal, first_grads, end = descend(mse, constant_mlp(sizes, value), lr, steps, rule)
-    random = descend(mse, models.init_mlp(sizes, "glorot", rng), lr, steps, rule)[0]
+    equal, first_grads, end = descend(mse, constant_mlp(sizes, value), lr, steps)
+    random = descend(mse, models.init_mlp(sizes, "glorot", rng), lr, steps)[0]
     spreads = {"grad_spread": unit_spread(first_grads), "unit_spread": unit_spread(end)}
     return {"equal": equal, "random": random, "first_grads": first_grads} | spreads
+
+
+def equal_versus_random_seeds(problems, sizes, value, lr, steps):
+    """``equal_versus_random`` (tanh) for each ``(X, y, rng)`` of ``problems``, the same numbers bit
+    for bit, with the equal and the random start of every problem trained at once, stacked."""
+    starts = [
+        start
+        for _, _, rng in problems
+        for start in (constant_mlp(sizes, value), models.init_mlp(sizes, "glorot", rng))
+    ]
+    params = [np.stack(arrays) for arrays in zip(*starts, strict=True)]
+    X = np.stack([X for X, _, _ in problems for _ in range(2)])
+    y = np.stack([y for _, y, _ in problems for _ in range(2)])
+    final, first, end = descend(None, params, lr, steps, lambda _, p: tanh_mse_value_and_grad(p, X, y))
+    results = []
+    for k in range(0, len(X), 2):  # k: the equal start, k + 1: the random one
+        first_grads = [g[k] for g in first] if first is not None else None
+        spreads = {"grad_spread": unit_spread(first_grads), "unit_spread": unit_spread([p[k] for p in end])}
+        results.append(
+            {"equal": float(final[k]), "random": float(final[k + 1]), "first_grads": first_grads} | spreads
+        )
+    return results
