@@ -210,11 +210,11 @@ def sgd_vs_adam(seed, grid=(1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1, 1.0)
         reached = [limit] * len(grid)
         for step in range(1, limit + 1):
             optimizer.zero_grad()
-            losses = [(curvature * w**2).sum() / 2 for w in ws]
-            sum(losses).backward()  # the groups are independent: one backward for all
+            losses = (curvature * torch.stack(ws) ** 2).sum(dim=1) / 2  # one graph for every group
+            losses.sum().backward()  # the groups are independent: one backward for all
             optimizer.step()
-            for i, loss in enumerate(losses):
-                if reached[i] == limit and loss.item() < target:
+            for i, loss in enumerate(losses.tolist()):
+                if reached[i] == limit and loss < target:
                     reached[i] = step
             if min(reached) < limit:
                 break  # the best learning rate of the grid has arrived
