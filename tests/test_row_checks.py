@@ -43,3 +43,22 @@ def test_rnn_rows_match_numerical_on_the_ops_loss_bit_for_bit(scale):
         np.testing.assert_array_equal(row_checks.central_by_rows(values, h0, h), expected)
     expected = numerical.complex_step(loss, [h0])[0]
     np.testing.assert_array_equal(row_checks.complex_step_by_rows(values, h0), expected)
+
+
+@pytest.mark.parametrize("activation", ["sigmoid", "tanh"])
+def test_mlp_first_layer_rows_match_numerical_on_the_ops_loss_bit_for_bit(activation):
+    from gradlab import backward_signal
+
+    rng = np.random.default_rng(4)
+    params = models.init_mlp([3, 5, 5, 5, 1], "glorot", rng)
+    X, y = rng.normal(size=(6, 3)), rng.normal(size=(6, 1))
+
+    def loss(first):
+        return ops.mean((models.mlp([first[0], *params[1:]], X, activation) - y) ** 2)
+
+    values, W1 = backward_signal.first_layer_rows(params, X, y, activation), params[0]
+    assert values(W1.ravel()[None])[0] == loss([W1])
+    central = row_checks.central_by_rows(values, W1.ravel()).reshape(W1.shape)
+    np.testing.assert_array_equal(central, numerical.central_difference(loss, [W1])[0])
+    complex_ = row_checks.complex_step_by_rows(values, W1.ravel()).reshape(W1.shape)
+    np.testing.assert_array_equal(complex_, numerical.complex_step(loss, [W1])[0])
