@@ -1,5 +1,5 @@
 import numpy as np
-from gradlab import first_layer_check, models
+from gradlab import check, first_layer_check, models, ops
 
 
 def test_methods_agree_and_rms_is_reverse_modes():
@@ -24,3 +24,19 @@ def test_vanishing_scale_gives_a_tiny_gradient():
     small = first_layer_check.first_layer_check(10, 4, 0.01, np.random.default_rng(1))
     large = first_layer_check.first_layer_check(10, 4, 1.0, np.random.default_rng(1))
     assert small["grad_rms"] < 1e-12 * large["grad_rms"]
+
+
+def test_the_same_numbers_as_check_compare():
+    for activation, std in [("tanh", 0.01), ("tanh", 1.0), ("relu", 0.5)]:
+        rng = np.random.default_rng(7)
+        result = first_layer_check.first_layer_check(6, 5, std, rng, activation)
+        rng = np.random.default_rng(7)  # the same draws, one method at a time
+        params = models.init_mlp([5] * 7 + [1], std, rng)
+        X, readout = rng.normal(size=(5, 5)), rng.normal(size=(5, 1))
+
+        def loss(first, params=params, X=X, readout=readout, activation=activation):
+            return ops.sum(models.mlp([first[0], *params[1:]], X, activation) * readout) / 5
+
+        expected = check.compare(loss, [params[0]])
+        assert result["central"] == expected["reverse vs central"]
+        assert result["exact"] == max(expected["reverse vs forward"], expected["reverse vs complex"])
