@@ -6,6 +6,7 @@ the factor (1 - y), as gradlab.planted. Quoted by docs/checking-a-backward-pass.
 """
 
 # %%
+import functools
 import sys
 from pathlib import Path
 
@@ -52,8 +53,13 @@ def forgot_bwd(y, grad):
 forgot_factor.defvjp(forgot_fwd, forgot_bwd)
 
 
+@functools.partial(jax.jit, static_argnums=0)  # compiled once per sigmoid rule
+def loss(sigmoid, W, b, X, weight):
+    return weight * jnp.mean((sigmoid(X @ W + b) - 0.5) ** 2)
+
+
 def passes(sigmoid, W, b, X, weight):  # float64 defaults: eps 1e-4, atol = rtol = 1e-5
-    f = lambda W, b: weight * jnp.mean((sigmoid(X @ W + b) - 0.5) ** 2)  # noqa: E731
+    f = lambda W, b: loss(sigmoid, W, b, X, weight)  # noqa: E731
     try:
         check_grads(f, (W, b), order=1, modes=["rev"])  # custom_vjp: reverse mode only
         return True
