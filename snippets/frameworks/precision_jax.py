@@ -74,15 +74,15 @@ stats = {k: [] for k in ("zero", "same_as_numpy", "bf16_zero", "s_first", "skipp
 for seed in SEEDS:
     X, y, deep = draw(seed)
     ref = scaling.mlp_scaled_grads([p.astype(np.float64) for p in deep], X.astype(float), y, 1)[1][0]
-    params = [jnp.asarray(p) for p in deep]
-    g1 = np.asarray(scaled_grad(params, jnp.asarray(X), jnp.asarray(y, jnp.float32), 1.0)[0], np.float64)
+    params, y32 = [jnp.asarray(p) for p in deep], y.astype(np.float32)  # dtypes converted by numpy
+    g1 = np.asarray(scaled_grad(params, X, y32, 1.0)[0], np.float64)
     stats["zero"].append(np.mean((g1 == 0) & (ref != 0)))
     mine = scaling.mlp_scaled_grads(deep, X, y, 1)[1][0]  # precision.py's numpy float16 emulation
     stats["same_as_numpy"].append(np.mean(g1 == mine))
-    bf16 = [p.astype(jnp.bfloat16) for p in params]
-    g_bf = scaled_grad(bf16, jnp.asarray(X, jnp.bfloat16), jnp.asarray(y, jnp.float32), 1.0)[0]
+    bf16 = [p.astype(jnp.bfloat16) for p in deep]
+    g_bf = scaled_grad(bf16, X.astype(jnp.bfloat16), y32, 1.0)[0]
     stats["bf16_zero"].append(np.mean((np.asarray(g_bf, np.float64) == 0) & (ref != 0)))
-    unscaled, S, skipped = grads_with_scale(params, jnp.asarray(X), jnp.asarray(y, jnp.float32))
+    unscaled, S, skipped = grads_with_scale(params, X, y32)
     stats["s_first"].append(S)
     stats["skipped"].append(skipped)
     g = np.asarray(unscaled[0], np.float64)
@@ -109,7 +109,7 @@ for name, dtype in (("float16", jnp.float16), ("bfloat16", jnp.bfloat16), ("floa
 eps16 = float(jnp.finfo(jnp.float16).eps)
 # tanh's float32 slope where tanh saturates: the default rule (from the output) and the accuracy mode
 # that computes 4 sigmoid(2z) sigmoid(-2z) from z
-z_sat = jnp.array([8.0, 10.0], jnp.float32)
+z_sat = np.array([8.0, 10.0], np.float32)
 exact = 1 / np.cosh(np.array([8.0, 10.0])) ** 2
 highest = lambda z: jax.lax.tanh(z, accuracy=jax.lax.AccuracyMode.HIGHEST)  # noqa: E731
 slope_err = {name: np.abs(np.asarray(jax.vmap(jax.grad(f))(z_sat), np.float64) - exact) / exact
