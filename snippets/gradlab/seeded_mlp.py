@@ -27,7 +27,7 @@ def forward(params, X, slope):
     zs, hs, h = [], [], X
     for W, b in zip(params[0:-2:2], params[1:-2:2], strict=True):
         zs.append(h @ W + b[:, None])
-        hs.append(np.where(zs[-1] > 0, zs[-1], slope * zs[-1]))
+        hs.append(np.maximum(zs[-1], slope * zs[-1]))  # z > 0 ? z : slope z, for 0 <= slope < 1
         h = hs[-1]
     return zs, hs, h @ params[-2] + params[-1][:, None]
 
@@ -45,8 +45,13 @@ def grads(params, X, y, slope):
         h_in = hs[layer - 1] if layer else X
         result[:0] = [h_in.transpose(0, 2, 1) @ delta, delta.sum(1)]
         if layer:
-            delta = (delta @ params[2 * layer].transpose(0, 2, 1)) * np.where(zs[layer - 1] > 0, 1, slope)
+            delta = (delta @ params[2 * layer].transpose(0, 2, 1)) * _slopes(zs[layer - 1], slope)
     return result
+
+
+def _slopes(z, slope):
+    """The activation's derivative at z: 1 where z > 0, else slope (as a 0/1 mask for ReLU)."""
+    return z > 0 if np.all(slope == 0) else np.where(z > 0, 1, slope)
 
 
 def dead(params, X, slope):
