@@ -103,3 +103,13 @@ def test_per_seed_and_record_collect_and_spread(net):
     arrays = rec.record(results, "weak_", {"norm": stats["norm"]}, suffix="_0.5")
     assert set(results.spreads) == {"weak_norm_0p5"} and results.spreads["weak_norm_0p5"][1] == {"rtol": 1e-3}
     assert arrays["norm"].shape == (2,)
+
+
+def test_jacobian_norms_every_kth_step_are_the_same_numbers(net):
+    full = rec.jacobian_summary(net, 1.5, 1.0)
+    for every in (2, 5):  # T = 12: the last step is always measured
+        part = rec.jacobian_summary(net, 1.5, 1.0, every=every)
+        measured = np.isfinite(part["norms"])
+        assert set(np.flatnonzero(measured)) == {*range(every - 1, 12, every), 11}
+        np.testing.assert_array_equal(part["norms"][measured], full["norms"][measured])
+        assert part["norm"] == full["norm"] and part["mean_slope"] == full["mean_slope"]

@@ -35,8 +35,9 @@ def states(W_hh, W_xh, b, xs, h0):
     return np.array(out)
 
 
-def jacobian_through_time(W_hh, W_xh, b, xs, h0, forget=None):
+def jacobian_through_time(W_hh, W_xh, b, xs, h0, forget=None, every=1):
     """{"norms": ||dh_t/dh_0||_2 for t = 1..T, "mean_slope", "rms_slope", "final": h_T}.
+    With ``every = k``, the norm (an SVD) is taken only at t = k, 2k, ... and at T, nan between.
 
     mean_slope is the mean of tanh'(a_t) over units and steps; rms_slope is the root mean square
     over the units at each step, averaged geometrically over the steps (a perturbation spread
@@ -58,8 +59,10 @@ def jacobian_through_time(W_hh, W_xh, b, xs, h0, forget=None):
             new = forget * h + (1 - forget) * new
         h, jacobian = new, step @ jacobian
         jacobians[t] = jacobian
-    return {  # the spectral norms of all steps in one batched SVD (the same LAPACK call per matrix)
-        "norms": np.linalg.svd(jacobians, compute_uv=False)[:, 0],
+    norms, at = np.full(len(xs), np.nan), sorted({*range(every - 1, len(xs), every), len(xs) - 1})
+    norms[at] = np.linalg.svd(jacobians[at], compute_uv=False)[:, 0]  # one batched SVD, the same per matrix
+    return {
+        "norms": norms,
         "mean_slope": float(np.mean(slopes)),
         "rms_slope": float(np.exp(np.mean(log_rms))),
         "final": h,
@@ -142,11 +145,11 @@ def unpack(net, W, input_scale):
     return [W_hh, net["W_xh"], net["b"]], input_scale * net["xs"], net["h0"], net["v"]
 
 
-def jacobian_summary(net, W, input_scale, forget=None):
+def jacobian_summary(net, W, input_scale, forget=None, every=1):
     """`jacobian_through_time` on a net, plus "norm" = ||dh_T/dh_0||_2 and the per-step factor
     "rate" = norm^(1/T)."""
     params, xs, h0, _ = unpack(net, W, input_scale)
-    run = jacobian_through_time(*params, xs, h0, forget)
+    run = jacobian_through_time(*params, xs, h0, forget, every)
     return run | {"norm": run["norms"][-1], "rate": run["norms"][-1] ** (1 / len(xs))}
 
 

@@ -11,16 +11,20 @@ from . import recurrent as rec
 
 def sigma_sweep(results, key, nets, values, drives, *, default, command, every=2, measured=None):
     """Record frames ``key`` over sigma_max = ``values`` for the drives ``{prefix: input scale}``
-    (the first is the strong drive); the curves show every ``every``-th step. ``measured``:
-    ``{(prefix, value): rec.per_seed(nets, rec.jacobian_summary, value, scale)}`` the caller has
-    already computed, reused instead of recomputed. Returns ``{prefix: array [value, net]}`` of
-    ||dh_T/dh_0|| after the last step T."""
+    (the first is the strong drive); the curves show every ``every``-th step, and only those
+    steps' norms are computed. ``measured``: ``{(prefix, value): rec.per_seed(nets,
+    rec.jacobian_summary, value, scale, None, every)}`` the caller has already computed, reused
+    instead of recomputed. Returns ``{prefix: array [value, net]}`` of ||dh_T/dh_0|| after the
+    last step T."""
     measured = measured or {}
 
     def runs_at(d, v):
-        return measured.get((d, v)) or rec.per_seed(nets, rec.jacobian_summary, v, drives[d])
+        return measured.get((d, v)) or rec.per_seed(nets, rec.jacobian_summary, v, drives[d], None, every)
 
     runs = {d: [runs_at(d, v) for v in values] for d in drives}
+    shown_norms = [np.array(r["norms"])[:, every - 1 :: every] for d in drives for r in runs[d]]
+    if not all(np.isfinite(n).all() for n in shown_norms):
+        raise ValueError(f"sigma_sweep: a measured run lacks the norm at a shown step (every {every})")
     ends = {d: np.array([r["norm"] for r in runs[d]], dtype=float) for d in drives}
     curves = {d: [np.median(np.array(r["norms"], dtype=float), axis=0) for r in runs[d]] for d in drives}
     steps = len(curves[next(iter(drives))][0])
