@@ -73,8 +73,7 @@ INITS = {
 
 
 def from_gradlab(params):  # gradlab's [W1, b1, ...] (W of shape (in, out)) in nn.Linear layers
-    sizes = pairwise(SIZES)  # skip_init: no random draw that the copy overwrites
-    layers = [nn.utils.skip_init(nn.Linear, n_in, n_out, dtype=torch.float64) for n_in, n_out in sizes]
+    layers = torch_layers("default")
     with torch.no_grad():
         for layer, W, b in zip(layers, params[0::2], params[1::2], strict=True):
             layer.weight.copy_(torch.from_numpy(W.T)), layer.bias.copy_(torch.from_numpy(b))
