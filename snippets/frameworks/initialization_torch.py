@@ -34,7 +34,8 @@ SIZES = [WIDTH] * (DEPTH + 1) + [N_OUT]
 
 # %% [markdown]
 # ## Per-layer factors by autograd
-# `retain_grad()` keeps $\partial L/\partial h_l$; the factors are geometric means over layers.
+# `torch.autograd.grad` returns $\partial L/\partial h_l$ and nothing else (no weight gradients);
+# the factors are geometric means over layers.
 
 
 # %%
@@ -45,11 +46,10 @@ def factors(layers, X, readout):
     for layer in layers[:-1]:
         zs.append(layer(h))
         h = F.relu(zs[-1])
-        h.retain_grad()
         hs.append(h)
-    (torch.sum(layers[-1](h) * readout) / len(X)).backward()
+    grads = torch.autograd.grad(torch.sum(layers[-1](h) * readout) / len(X), hs)  # dL/dh_l
     var_z = torch.stack([z.detach().pow(2).mean() for z in zs])
-    var_g = torch.stack([h.grad.pow(2).mean() for h in hs])
+    var_g = torch.stack([g.pow(2).mean() for g in grads])
     forward, backward = (
         (var_z[-1] / var_z[0]) ** (1 / (DEPTH - 1)),
         (var_g[0] / var_g[-1]) ** (1 / (DEPTH - 1)),
