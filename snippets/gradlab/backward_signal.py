@@ -8,7 +8,7 @@ shape of W_l, so two layers' signals compare like with like.
 
 import numpy as np
 
-from . import check, diagnostics, engine, models, numerical, ops, row_checks
+from . import batched_check, check, diagnostics, engine, models, numerical, ops
 
 
 def backward_pass(params, X, y, activation):
@@ -102,10 +102,10 @@ def first_layer_check(params, X, y, activation):
     def first_layer_loss(first):  # with ops: reverse and forward mode trace it
         return ops.mean((models.mlp([first[0], *params[1:]], X, activation) - y) ** 2)
 
-    values, shape = first_layer_rows(params, X, y, activation), params[0].shape  # every perturbed W_1 at once
+    stacked = first_layer_rows(params, X, y, activation)  # every perturbed W_1 at once, bit for bit
     grads = {name: check.METHODS[name](first_layer_loss, params[:1])[0] for name in ("reverse", "forward")}
-    grads["central"] = row_checks.central_by_rows(values, params[0].ravel()).reshape(shape)
-    grads["complex"] = row_checks.complex_step_by_rows(values, params[0].ravel()).reshape(shape)
+    grads["central"] = batched_check.central_difference(stacked, params[:1])[0]
+    grads["complex"] = batched_check.complex_step(stacked, params[:1])[0]
     entries, rounding = np.abs(grads["reverse"]), numerical.rounding_error(first_layer_loss(params[:1]))
     out = {
         name: float(check.rel_error(grads["reverse"], g).max())
@@ -117,19 +117,19 @@ def first_layer_check(params, X, y, activation):
 
 
 def first_layer_rows(params, X, y, activation):
-    """values(rows) -> mean((mlp(X) - y)^2) with W_1 = each row (flattened) and the other layers fixed,
-    for `row_checks`. Every layer's product is numpy's matmul of a stack, one matrix product per
-    W_1, the product `models.mlp` makes for one W_1; the rest is elementwise or a sum over one
-    W_1's outputs, taken as `ops.mean` takes it (the sum times 1/size). So each row's value is, bit
-    for bit, that of `models.mlp` (ops on plain real or complex arrays) for that W_1 alone."""
+    """values([W_1 stack]) -> mean((mlp(X) - y)^2) for every W_1 of the stack, the other layers
+    fixed: the ``f_stacked`` of `batched_check`. Every layer's product is numpy's matmul of a stack,
+    one matrix product per W_1, the product `models.mlp` makes for one W_1; the rest is elementwise
+    or a sum over one W_1's outputs, taken as `ops.mean` takes it (the sum times 1/size). So each
+    value is, bit for bit, that of `models.mlp` (ops on plain real or complex arrays) for that W_1."""
     act, (weights, biases) = models.ACTIVATIONS[activation], (params[2::2], params[3::2])
 
-    def values(rows):
-        h = act(X @ rows.reshape(-1, *params[0].shape) + params[1])
+    def values(stacked):
+        h = act(X @ stacked[0] + params[1])
         for W, b in zip(weights[:-1], biases[:-1], strict=True):
             h = act(h @ W + b)
         squares = (h @ weights[-1] + biases[-1] - y) ** 2
-        return squares.sum(axis=(1, 2)) * (1 / (squares.size // len(rows)))
+        return squares.sum(axis=(1, 2)) * (1 / (squares.size // len(stacked[0])))
 
     return values
 

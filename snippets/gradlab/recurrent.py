@@ -16,7 +16,7 @@ The network is h_t = tanh(a_t), a_t = W_hh h_{t-1} + W_xh x_t + b for t = 1..T (
 
 import numpy as np
 
-from . import check, clipping, engine, forward, models, numerical, ops, row_checks
+from . import batched_check, check, clipping, engine, forward, models, numerical, ops
 
 
 def orthogonal(n, rng):
@@ -169,12 +169,12 @@ def gradient_checks(net, W, input_scale, step_scan=()):
 
     values = loss_rows(params, xs, v)  # the same L on every perturbed h_0 at once, bit for bit
     gradient = engine.grad(loss, [h0])[0]
-    central = row_checks.central_by_rows(values, h0)
+    central = batched_check.central_difference(values, [h0])[0]
     real, complex_ = models.rnn(params, xs, h0), models.rnn(params, xs, h0.astype(complex))
     out = {
         "grad_norm": np.linalg.norm(gradient),
         "forward": check.max_rel_error([gradient], forward.grad(loss, [h0])),
-        "complex": check.max_rel_error([gradient], [row_checks.complex_step_by_rows(values, h0)]),
+        "complex": check.max_rel_error([gradient], batched_check.complex_step(values, [h0])),
         "central": check.max_rel_error([gradient], [central]),
         "central_zeros": int(np.sum(central == 0)),
         "noise_ratio": np.abs(central[central != 0]).min(initial=np.inf) / np.abs(gradient).max(),
@@ -184,22 +184,23 @@ def gradient_checks(net, W, input_scale, step_scan=()):
     }
     if len(step_scan):
         scan = [
-            check.max_rel_error([gradient], [row_checks.central_by_rows(values, h0, h)]) for h in step_scan
+            check.max_rel_error([gradient], batched_check.central_difference(values, [h0], h))
+            for h in step_scan
         ]
         out["central_best"], out["central_best_step"] = min(scan), step_scan[int(np.argmin(scan))]
     return out
 
 
 def loss_rows(params, xs, v):
-    """values(H_0) -> L = v^T h_T for every row of H_0 (real or complex), in one pass. numpy's
-    matmul of the (rows, 1, n) stack runs one matrix-vector product per row, the product
-    `models.rnn` makes for a single h_0, and every other operation is elementwise or a sum along
-    the row: each row's L is, bit for bit, the value of `models.rnn` (ops on plain arrays) for that
-    row alone. For `row_checks`: central differences and the complex step in one evaluation."""
+    """values([H_0]) -> L = v^T h_T for every row of H_0 (real or complex), in one pass: the
+    ``f_stacked`` of `batched_check` for L(h_0). numpy's matmul of the (rows, 1, n) stack runs one
+    matrix-vector product per row, the product `models.rnn` makes for a single h_0, and every other
+    operation is elementwise or a sum along the row: each row's L is, bit for bit, the value of
+    `models.rnn` (ops on plain arrays) for that row alone."""
     W_hh_T, drive = params[0].T, [x @ params[1].T + params[2] for x in xs]  # ops.linear's operations
 
-    def values(H):
-        H = H[:, None, :]
+    def values(stacked):
+        H = stacked[0][:, None, :]
         for d in drive:
             H = np.tanh(H @ W_hh_T + d)
         return (H * v).sum(-1)[:, 0]
