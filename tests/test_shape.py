@@ -40,6 +40,17 @@ def test_minimize_finds_a_stationary_point():
         assert value <= shape.mean_loss(key, theta[0] + 0.1, theta[1], x[0], y[0]).item()
 
 
+def test_minima_runs_every_row_as_if_alone():
+    x, y = data(seeds=4)
+    y[2] = np.where(np.arange(y.shape[1]) % 3 == 0, 1 - y[2], y[2])  # a noisier row: other steps
+    for key in shape.LOSSES:
+        thetas, values = shape.minima(key, x, y)
+        for row in range(len(x)):
+            theta, value = shape.minima(key, x[row : row + 1], y[row : row + 1])
+            np.testing.assert_array_equal(thetas[row], theta[0])
+            assert values[row, 0] == value[0, 0]
+
+
 def test_steps_to_gap_counts_zero_at_the_minimum_and_inf_when_stuck():
     x, y = data(seeds=1)
     _, best = shape.minimize("ce", x[0], y[0])

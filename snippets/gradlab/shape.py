@@ -98,25 +98,9 @@ def mean_loss(loss, w, b, x, y):
 def minimize(loss, x, y, start=(1.0, 0.0), iterations=100):
     """(w, b) and the mean loss at a stationary point near `start`, for 1-D x and y: Newton steps
     with the Hessian from central differences of the gradient, halved until the loss decreases,
-    and plain gradient steps where that Hessian is not positive definite."""
-
-    def value(theta):
-        return mean_loss(loss, theta[0], theta[1], x, y).item()
-
-    def gradient(theta):
-        return np.array([g.item() for g in mean_gradient(loss, theta[0], theta[1], x, y)])
-
-    theta, h = np.array(start, dtype=float), 1e-6
-    for _ in range(iterations):
-        g = gradient(theta)
-        hessian = np.array([(gradient(theta + h * e) - gradient(theta - h * e)) / (2 * h) for e in np.eye(2)])
-        hessian = (hessian + hessian.T) / 2
-        direction = -np.linalg.solve(hessian, g) if np.all(np.linalg.eigvalsh(hessian) > 0) else -g
-        t = 1.0
-        while value(theta + t * direction) > value(theta) and t > 1e-12:
-            t /= 2
-        theta = theta + t * direction
-    return theta, value(theta)
+    and plain gradient steps where that Hessian is not positive definite (`minima` on one row)."""
+    theta, value = minima(loss, np.asarray(x)[None], np.asarray(y)[None], start, iterations)
+    return theta[0], float(value[0, 0])
 
 
 def steps_to_gap(loss, optimizer, lr, w0, x, y, best, fraction=0.01, max_steps=2000, with_accuracy=False):
@@ -189,10 +173,36 @@ def share(norms, mask):
     return np.sum(np.where(mask, norms, 0.0), axis=-1) / np.sum(norms, axis=-1)
 
 
-def minima(loss, x, y):
-    """`minimize` for every row of x, y: ((w, b) per row, shape (n, 2); minima, shape (n, 1))."""
-    found = [minimize(loss, xi, yi) for xi, yi in zip(x, y, strict=True)]
-    return np.array([theta for theta, _ in found]), np.array([[value] for _, value in found])
+def minima(loss, x, y, start=(1.0, 0.0), iterations=100):
+    """`minimize` for every row of x, y at once: ((w, b) per row, shape (n, 2); minima, shape (n, 1)).
+    The rows run side by side, each with its own Hessian, Newton or gradient step and line search
+    (a row halves its own step); every operation acts on one row's entries, so a row's result does
+    not depend on the other rows (tests/test_shape.py checks it against one row at a time)."""
+    rows = len(x)
+
+    def value(theta):
+        return mean_loss(loss, theta[:, :1], theta[:, 1:], x, y)[:, 0]
+
+    def gradient(theta):
+        return np.concatenate(mean_gradient(loss, theta[:, :1], theta[:, 1:], x, y), axis=1)
+
+    theta, h = np.tile(np.array(start, dtype=float), (rows, 1)), 1e-6
+    for _ in range(iterations):
+        g = gradient(theta)
+        hessian = np.stack(
+            [(gradient(theta + h * e) - gradient(theta - h * e)) / (2 * h) for e in np.eye(2)], 1
+        )
+        hessian = (hessian + hessian.transpose(0, 2, 1)) / 2
+        newton = np.all(np.linalg.eigvalsh(hessian) > 0, axis=1)
+        direction = -g
+        if newton.any():
+            direction[newton] = -np.linalg.solve(hessian[newton], g[newton][:, :, None])[:, :, 0]
+        t, searching, current = np.ones((rows, 1)), np.ones(rows, dtype=bool), value(theta)
+        while searching.any():
+            searching &= (value(theta + t * direction) > current) & (t[:, 0] > 1e-12)
+            t[searching] /= 2
+        theta = theta + t * direction
+    return theta, value(theta)[:, None]
 
 
 def tune(loss, optimizer, lrs, w0, x, y, best, **options):
