@@ -95,10 +95,10 @@ class Tensor:
         """dL/d(data) += g. The first write keeps g if a rule computed it afresh, else copies it (a
         view may be another node's .grad: no two nodes share a buffer)."""
         if self.grad is None:
-            own = isinstance(g, np.ndarray) and g.flags.owndata and g.shape == self.shape
-            self.grad = (
-                g if own and g.dtype == self.dtype else np.array(np.broadcast_to(g, self.shape), self.dtype)
-            )
+            if isinstance(g, np.ndarray) and g.shape == self.shape and g.dtype == self.dtype:
+                self.grad = g if g.flags.owndata else g.copy()
+            else:  # a scalar or a broadcast gradient: this node's shape and dtype
+                self.grad = np.array(np.broadcast_to(g, self.shape), self.dtype)
         else:
             self.grad += g
 
