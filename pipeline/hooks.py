@@ -84,12 +84,7 @@ def _run_snippets(config) -> None:
     paths = runner.snippet_paths()
     requests = [(path, ()) for path in paths]
     requests += [(runner.snippet_path(n), a) for n, a in sorted(runs) if runner.snippet_path(n).exists()]
-
-    def prerender(run, outcome):  # a site run's notebook, to HTML while the other runs go on
-        if not run[1] and isinstance(outcome, runner.Result):
-            notebook_pages.prerender(outcome.notebook, config)
-
-    outcomes = runner.run_many(requests, on_result=prerender)
+    outcomes = runner.run_many(requests, on_result=notebook_pages.prerenderer(config))
     failures = [str(o) for o in outcomes.values() if isinstance(o, runner.SnippetError)]
     if failures:
         raise runner.SnippetError(f"{len(failures)} run(s) failed:\n\n" + "\n\n".join(failures))

@@ -374,3 +374,16 @@ def prerender(notebook: Path, config) -> bool:
     plugin.on_pre_page(page, config, None)
     page.render(config, None)
     return True
+
+
+def prerenderer(config):
+    """``runner.run_many``'s ``on_result``: each site run's notebook (a run without arguments)
+    to HTML as soon as it ends, while the other runs go on (the build and the test suite's site
+    runs use it, so the build that follows finds every notebook page converted)."""
+    from pipeline import runner
+
+    def prerender_run(run, outcome):
+        if not run[1] and isinstance(outcome, runner.Result):
+            prerender(outcome.notebook, config)
+
+    return prerender_run

@@ -112,7 +112,9 @@ def site_runs(tmp_path_factory, request):
 
 
 def _site_runs():
-    from pipeline import macros
+    from mkdocs.config import load_config
+
+    from pipeline import macros, notebook_pages
 
     requests = [(path, ()) for path in runner.snippet_paths()]
     answers = set()
@@ -121,7 +123,9 @@ def _site_runs():
     requests += [
         (runner.snippet_path(n), args) for n, args in sorted(answers) if runner.snippet_path(n).exists()
     ]
-    return runner.run_many(requests)
+    # the notebooks to HTML as their runs end, not one after another inside the build's test
+    config = load_config(str(ROOT / "mkdocs.yml"))
+    return runner.run_many(requests, on_result=notebook_pages.prerenderer(config))
 
 
 def draws_at_random(name: str) -> bool:
