@@ -28,6 +28,7 @@ after another when MkDocs renders the pages took ~7 s of a clean build's single-
 """
 
 import hashlib
+import os
 import re
 from html import escape
 from pathlib import Path
@@ -51,6 +52,7 @@ STYLESHEET_FOLDER = "assets"
 #: ``{hash of the CSS: {"css": CSS, "classes": the classes of the pages that use it}}`` of the
 #: current build.
 STYLESHEETS: dict[str, dict] = {}
+CSS_CACHE = Path(__file__).resolve().parents[1] / ".cache" / "notebook-css"
 
 
 REMOTE_IMPORT = re.compile(r"import\(\s*[\"'`](?:https?:)?//")
@@ -228,13 +230,30 @@ def _style_blocks(text: str) -> list[tuple[int, int, int, int]]:
     return found
 
 
+def _purged(css: str, used: set[str]) -> str:
+    """:func:`purge`, cached in ``.cache/notebook-css`` by the CSS, the classes, this module's
+    code and tinycss2's version: parsing JupyterLab's stylesheet took 0.65 s of every build,
+    a fifth of a build with nothing changed."""
+    code = Path(__file__).read_bytes() + tinycss2.__version__.encode()
+    key = hashlib.sha256(code + css.encode() + "\0".join(sorted(used)).encode()).hexdigest()
+    cached = CSS_CACHE / f"{key}.css"
+    if cached.exists():
+        return cached.read_text(encoding="utf-8")
+    purged = purge(css, used)
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    partial = cached.with_suffix(f".{os.getpid()}.tmp")
+    partial.write_text(purged, encoding="utf-8")
+    partial.replace(cached)  # whole or absent, even with two builds at once
+    return purged
+
+
 def write_stylesheets(site_dir: str | Path) -> list[Path]:
     """Write each shared stylesheet collected during the build, purged to the classes its pages
     use and named by the hash of what is written (a cached copy is never stale); point the
     pages' links at it; forget the stylesheets for the next build."""
     site, written, names = Path(site_dir), [], {}
     for key, entry in STYLESHEETS.items():
-        css = purge(entry["css"], entry["classes"])
+        css = _purged(entry["css"], entry["classes"])
         target = site / STYLESHEET_FOLDER / f"notebook.{hashlib.sha256(css.encode()).hexdigest()[:8]}.css"
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(css, encoding="utf-8")

@@ -2,6 +2,8 @@
 
 import hashlib
 
+import pytest
+
 from pipeline import notebook_pages
 
 PAGE = """<html><head></head><body><article>
@@ -21,7 +23,8 @@ def test_clean_removes_cdn_tags_and_gives_each_figure_its_alt_text():
     assert "No description" not in html
 
 
-def test_the_stylesheet_is_shared_purged_and_named_by_its_hash(tmp_path):
+def test_the_stylesheet_is_shared_purged_and_named_by_its_hash(tmp_path, monkeypatch):
+    monkeypatch.setattr(notebook_pages, "CSS_CACHE", tmp_path / "css-cache")
     html = notebook_pages.clean(PAGE.replace("<article>", '<article class="jp-Cell">'), {}, root="../..")
     assert "<style>" not in html and 'rel="stylesheet" href="../../assets/notebook.@' in html
     page = tmp_path / "notebooks" / "demo" / "index.html"
@@ -146,3 +149,18 @@ def test_a_prerendered_notebook_is_a_cache_hit_for_its_page(tmp_path, monkeypatc
     plugin.on_pre_page(page, config, None)
     page.render(config, None)
     assert "Section" in page.content
+
+
+def test_a_purged_stylesheet_is_cached_by_its_css_and_classes(tmp_path, monkeypatch):
+    monkeypatch.setattr(notebook_pages, "CSS_CACHE", tmp_path)
+    css = ".a { color: red } .b { color: blue }"
+    first = notebook_pages._purged(css, {"a"})
+    assert ".a{color:red}" in first.replace(" ", "") and ".b" not in first
+
+    def no_purge(*args):
+        raise AssertionError("purged again")
+
+    monkeypatch.setattr(notebook_pages, "purge", no_purge)
+    assert notebook_pages._purged(css, {"a"}) == first  # from the cache
+    with pytest.raises(AssertionError, match="purged again"):  # other classes: another entry
+        notebook_pages._purged(css, {"a", "b"})
