@@ -180,7 +180,7 @@ def on_post_page(output, page, config):
     if name is None:
         return output
     root = get_relative_url(".", page.url)  # the shared CSS and the figures live under the root
-    return notebook_pages.clean(output, RESULTS[name].figures, root, name)
+    return notebook_pages.clean_page(output, RESULTS[name].figures, root, name)
 
 
 def on_post_build(config):

@@ -164,3 +164,24 @@ def test_a_purged_stylesheet_is_cached_by_its_css_and_classes(tmp_path, monkeypa
     assert notebook_pages._purged(css, {"a"}) == first  # from the cache
     with pytest.raises(AssertionError, match="purged again"):  # other classes: another entry
         notebook_pages._purged(css, {"a", "b"})
+
+
+def test_a_cleaned_page_is_cached_with_what_it_adds_to_the_shared_stylesheet(tmp_path, monkeypatch):
+    monkeypatch.setattr(notebook_pages, "CSS_CACHE", tmp_path)
+    monkeypatch.setattr(notebook_pages, "STYLESHEETS", {})
+    page = PAGE.replace("<article>", '<article class="jp-Cell">')
+    figures = {"loss": {"alt": "Loss."}, "second": {"alt": "Second."}}
+    first = notebook_pages.clean_page(page, figures, "../..", "demo")
+    assert first == notebook_pages.clean(page, figures, "../..", "demo", {})
+    registered = {k: (e["css"], set(e["classes"])) for k, e in notebook_pages.STYLESHEETS.items()}
+    assert registered and all("jp-Cell" in classes for _, classes in registered.values())
+
+    def no_clean(*args):
+        raise AssertionError("cleaned again")
+
+    monkeypatch.setattr(notebook_pages, "clean", no_clean)
+    notebook_pages.STYLESHEETS.clear()  # the next build: the page and its stylesheet from the cache
+    assert notebook_pages.clean_page(page, figures, "../..", "demo") == first
+    assert {k: (e["css"], set(e["classes"])) for k, e in notebook_pages.STYLESHEETS.items()} == registered
+    with pytest.raises(AssertionError, match="cleaned again"):  # other figures: another entry
+        notebook_pages.clean_page(page, {"loss": {"alt": "Other."}}, "../..", "demo")
