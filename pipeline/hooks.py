@@ -3,6 +3,7 @@
 * ``on_config``: run every snippet (cached; see ``runner.py``) and list their notebook pages in
   the navigation. A failing snippet fails the build with its file, line and traceback.
 * ``on_files``: add the executed notebooks, the figures and MathJax to the site.
+* ``on_env``: Material's templates are compiled once, not in every build (a bytecode cache).
 * ``on_page_markdown``: resolve ``{{ snippet.key }}`` numbers and ``{{ figure ... }}`` figures.
 * ``on_post_page``: notebook pages are cleaned up by ``notebook_pages.py``; ``on_post_build``
   writes the notebook CSS they share.
@@ -97,6 +98,7 @@ def on_config(config):
         logging.getLogger("mkdocs.plugins.mkdocs_jupyter").setLevel(logging.WARNING)  # "Copied ..."
         logging.getLogger("mkdocs.mkdocs-jupyter").setLevel(logging.WARNING)  # "Converting notebook ..."
     notebook_pages.STYLESHEETS.clear()  # left over if the previous build under `serve` failed
+    notebook_pages.share_compiled_templates()  # for the notebooks converted when their page renders
     try:
         with runner.files_unchanged():  # the snippets' keys hash each file once
             _run_snippets(config)
@@ -149,6 +151,11 @@ def on_page_markdown(markdown, page, config, files):
         return macros.substitute(markdown, {**RESULTS, **ANSWERS}, page.file.src_uri)
     except macros.MacroError as error:
         raise PluginError(str(error)) from None
+
+
+def on_env(env, config, files):
+    env.bytecode_cache = notebook_pages.template_cache()  # Material's templates, compiled once
+    return env
 
 
 def _notebook_name(page) -> str | None:

@@ -121,9 +121,12 @@ def test_a_prerendered_notebook_is_a_cache_hit_for_its_page(tmp_path, monkeypatc
     import nbformat
     from mkdocs.config import load_config
     from mkdocs_jupyter import convert
+    from nbconvert.exporters.templateexporter import TemplateExporter
 
     from pipeline import runner
 
+    monkeypatch.setattr(TemplateExporter, "_create_environment", TemplateExporter._create_environment)
+    monkeypatch.setattr(notebook_pages, "TEMPLATE_CACHE", tmp_path / "jinja")  # prerender shares it
     config = load_config(str(runner.ROOT / "mkdocs.yml"))
     plugin = config.plugins["mkdocs-jupyter"]
     plugin.config["cache_dir"] = str(tmp_path / "cache")
@@ -185,3 +188,26 @@ def test_a_cleaned_page_is_cached_with_what_it_adds_to_the_shared_stylesheet(tmp
     assert {k: (e["css"], set(e["classes"])) for k, e in notebook_pages.STYLESHEETS.items()} == registered
     with pytest.raises(AssertionError, match="cleaned again"):  # other figures: another entry
         notebook_pages.clean_page(page, {"loss": {"alt": "Other."}}, "../..", "demo")
+
+
+def test_nbconvert_environments_share_compiled_templates(tmp_path, monkeypatch):
+    """After share_compiled_templates, a conversion stores its compiled templates in the cache
+    and gives the same HTML as one that compiles them; a second conversion loads them."""
+    import nbformat
+    from mkdocs_jupyter import convert
+    from nbconvert.exporters.templateexporter import TemplateExporter
+
+    notebook = tmp_path / "demo.ipynb"
+    cells = [nbformat.v4.new_markdown_cell("# Demo"), nbformat.v4.new_code_cell("x = 1")]
+    nbformat.write(nbformat.v4.new_notebook(cells=cells), notebook)
+    monkeypatch.setattr(TemplateExporter, "_create_environment", TemplateExporter._create_environment)
+    plain = convert.nb2html(str(notebook))
+    monkeypatch.setattr(notebook_pages, "TEMPLATE_CACHE", tmp_path / "jinja")
+    notebook_pages.share_compiled_templates()
+    assert convert.nb2html(str(notebook)) == plain
+    stored = sorted((tmp_path / "jinja").iterdir())
+    assert len(stored) > 5  # nbconvert's HTML templates
+    before = [path.stat().st_mtime_ns for path in stored]
+    assert convert.nb2html(str(notebook)) == plain
+    assert sorted((tmp_path / "jinja").iterdir()) == stored
+    assert [path.stat().st_mtime_ns for path in stored] == before  # loaded, not compiled again
