@@ -402,6 +402,7 @@ def share_compiled_templates() -> None:
         return environment
 
     _create_environment.shares_compiled_templates = True
+    _create_environment.original = original
     TemplateExporter._create_environment = _create_environment
 
 

@@ -125,7 +125,7 @@ def test_a_prerendered_notebook_is_a_cache_hit_for_its_page(tmp_path, monkeypatc
 
     from pipeline import runner
 
-    monkeypatch.setattr(TemplateExporter, "_create_environment", TemplateExporter._create_environment)
+    unwrapped(TemplateExporter, monkeypatch)
     monkeypatch.setattr(notebook_pages, "TEMPLATE_CACHE", tmp_path / "jinja")  # prerender shares it
     config = load_config(str(runner.ROOT / "mkdocs.yml"))
     plugin = config.plugins["mkdocs-jupyter"]
@@ -200,7 +200,7 @@ def test_nbconvert_environments_share_compiled_templates(tmp_path, monkeypatch):
     notebook = tmp_path / "demo.ipynb"
     cells = [nbformat.v4.new_markdown_cell("# Demo"), nbformat.v4.new_code_cell("x = 1")]
     nbformat.write(nbformat.v4.new_notebook(cells=cells), notebook)
-    monkeypatch.setattr(TemplateExporter, "_create_environment", TemplateExporter._create_environment)
+    unwrapped(TemplateExporter, monkeypatch)
     plain = convert.nb2html(str(notebook))
     monkeypatch.setattr(notebook_pages, "TEMPLATE_CACHE", tmp_path / "jinja")
     notebook_pages.share_compiled_templates()
@@ -211,3 +211,10 @@ def test_nbconvert_environments_share_compiled_templates(tmp_path, monkeypatch):
     assert convert.nb2html(str(notebook)) == plain
     assert sorted((tmp_path / "jinja").iterdir()) == stored
     assert [path.stat().st_mtime_ns for path in stored] == before  # loaded, not compiled again
+
+
+def unwrapped(exporter, monkeypatch):
+    """nbconvert's own _create_environment for this test (the suite's site runs may have wrapped
+    it already in this process), put back as it was afterwards."""
+    current = exporter._create_environment
+    monkeypatch.setattr(exporter, "_create_environment", getattr(current, "original", current))
