@@ -194,3 +194,5 @@ def on_post_build(config):
     notebook_pages.write_stylesheets(config.site_dir)
     if COMMAND["name"] != "serve":  # serve keeps its notebook copies for the next rebuild
         shutil.rmtree(PAGES, ignore_errors=True)
+    if not COMMAND["dirty"]:  # a dirty rebuild renders only some pages: it cannot tell what is stale
+        notebook_pages.evict_unused()

@@ -27,6 +27,7 @@ ends, while the other snippets still run, into mkdocs-jupyter's own cache: conve
 after another when MkDocs renders the pages took ~7 s of a clean build's single-threaded tail.
 """
 
+import contextlib
 import hashlib
 import json
 import os
@@ -54,6 +55,7 @@ STYLESHEET_FOLDER = "assets"
 #: current build.
 STYLESHEETS: dict[str, dict] = {}
 CSS_CACHE = Path(__file__).resolve().parents[1] / ".cache" / "notebook-css"
+USED: set[Path] = set()  # the entries of CSS_CACHE this build read or wrote (see evict_unused)
 TEMPLATE_CACHE = Path(__file__).resolve().parents[1] / ".cache" / "jinja"  # compiled Jinja templates
 
 
@@ -245,7 +247,8 @@ def _purged(css: str, used: set[str]) -> str:
     code = Path(__file__).read_bytes() + tinycss2.__version__.encode()
     key = hashlib.sha256(code + css.encode() + "\0".join(sorted(used)).encode()).hexdigest()
     cached = CSS_CACHE / f"{key}.css"
-    if cached.exists():
+    USED.add(cached)
+    with contextlib.suppress(OSError):  # absent (or evicted by another build meanwhile): purge
         return cached.read_text(encoding="utf-8")
     purged = purge(css, used)
     _write_whole(cached, purged)
@@ -454,17 +457,21 @@ def clean_page(html: str, figures: dict, root: str, snippet: str) -> str:
     code = Path(__file__).read_bytes() + tinycss2.__version__.encode()
     arguments = json.dumps([html, figures, root, snippet], sort_keys=True).encode()
     cached = CSS_CACHE / f"page-{hashlib.sha256(code + arguments).hexdigest()}.json"
-    page = json.loads(cached.read_text(encoding="utf-8")) if cached.exists() else None
-    sources = {key: CSS_CACHE / f"source-{key}.css" for key in (page or {}).get("stylesheets", {})}
-    if page is not None and all(source.exists() for source in sources.values()):
+    USED.add(cached)
+    with contextlib.suppress(OSError):  # absent (or evicted by another build meanwhile): clean
+        page = json.loads(cached.read_text(encoding="utf-8"))
+        sources = {key: CSS_CACHE / f"source-{key}.css" for key in page["stylesheets"]}
+        USED.update(sources.values())
+        css = {key: source.read_text(encoding="utf-8") for key, source in sources.items()}
         for key, classes in page["stylesheets"].items():
-            _register(key, sources[key].read_text(encoding="utf-8"), set(classes))
+            _register(key, css[key], set(classes))
         return page["html"]
     sheets: dict = {}
     cleaned = clean(html, figures, root, snippet, sheets)
     for key, entry in sheets.items():
         _register(key, entry["css"], entry["classes"])
         _write_whole(CSS_CACHE / f"source-{key}.css", entry["css"])
+        USED.add(CSS_CACHE / f"source-{key}.css")
     stylesheets = {key: sorted(entry["classes"]) for key, entry in sheets.items()}
     _write_whole(cached, json.dumps({"html": cleaned, "stylesheets": stylesheets}))
     return cleaned
@@ -476,3 +483,13 @@ def _write_whole(path: Path, text: str) -> None:
     partial = path.with_suffix(f".{os.getpid()}.tmp")
     partial.write_text(text, encoding="utf-8")
     partial.replace(path)
+
+
+def evict_unused() -> list[Path]:
+    """After a whole build: remove the entries of ``.cache/notebook-css`` it did not use (a page
+    or stylesheet of an earlier version), as mkdocs-jupyter evicts its own; forget the set."""
+    removed = [path for path in CSS_CACHE.glob("*") if path.is_file() and path not in USED]
+    for path in removed:
+        path.unlink(missing_ok=True)
+    USED.clear()
+    return removed

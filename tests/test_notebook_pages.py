@@ -218,3 +218,18 @@ def unwrapped(exporter, monkeypatch):
     it already in this process), put back as it was afterwards."""
     current = exporter._create_environment
     monkeypatch.setattr(exporter, "_create_environment", getattr(current, "original", current))
+
+
+def test_a_whole_build_evicts_the_cache_entries_it_did_not_use(tmp_path, monkeypatch):
+    monkeypatch.setattr(notebook_pages, "CSS_CACHE", tmp_path)
+    monkeypatch.setattr(notebook_pages, "STYLESHEETS", {})
+    monkeypatch.setattr(notebook_pages, "USED", set())
+    stale = tmp_path / "page-of-an-earlier-version.json"
+    stale.write_text("{}")
+    page = PAGE.replace("<article>", '<article class="jp-Cell">')
+    notebook_pages.clean_page(page, {}, "../..", "demo")
+    notebook_pages._purged(".jp-Cell { margin: 0 }", {"jp-Cell"})
+    kept = sorted(tmp_path.iterdir())
+    assert notebook_pages.evict_unused() == [stale]
+    assert sorted(tmp_path.iterdir()) == [path for path in kept if path != stale]
+    assert notebook_pages.USED == set()
