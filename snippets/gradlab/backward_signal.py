@@ -118,20 +118,11 @@ def first_layer_check(params, X, y, activation):
 
 def first_layer_rows(params, X, y, activation):
     """values([W_1 stack]) -> mean((mlp(X) - y)^2) for every W_1 of the stack, the other layers
-    fixed: the ``f_stacked`` of `batched_check`. Every layer's product is numpy's matmul of a stack,
-    one matrix product per W_1, the product `models.mlp` makes for one W_1; the rest is elementwise
-    or a sum over one W_1's outputs, taken as `ops.mean` takes it (the sum times 1/size). So each
-    value is, bit for bit, that of `models.mlp` (ops on plain real or complex arrays) for that W_1."""
-    act, (weights, biases) = models.ACTIVATIONS[activation], (params[2::2], params[3::2])
-
-    def values(stacked):
-        h = act(X @ stacked[0] + params[1])
-        for W, b in zip(weights[:-1], biases[:-1], strict=True):
-            h = act(h @ W + b)
-        squares = (h @ weights[-1] + biases[-1] - y) ** 2
-        return squares.sum(axis=(1, 2)) * (1 / (squares.size // len(stacked[0])))
-
-    return values
+    fixed: the ``f_stacked`` of `batched_check`, its ``mlp_mse`` with the other layers shared by
+    the whole stack (each a stack of one, which numpy's matmul broadcasts)."""
+    f_stacked = batched_check.mlp_mse(X, y, models.ACTIVATIONS[activation])
+    rest = [p[None] for p in params[1:]]
+    return lambda stacked: f_stacked([stacked[0], *rest])
 
 
 def first_crossing(scales, ratios, level=1.0):
