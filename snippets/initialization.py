@@ -180,8 +180,8 @@ checks = {  # name: (holds on every seed, the numbers behind it)
     "below_adam_eps": (small_rms.max() < 1e-14, {"RMS of dL/dW_1 entries": small_rms}),
     "relu_half_zero": (min(sv["sv_zero_relu_he"].min(), sv["sv_zero_relu_orthogonal"].min()) >= 0.5, sv),
     "float32_out_of_range": (last["large"].min() > f32.max and last["small"].max() < 1000 * f32.tiny, last),
-    "values_inside_float32": (np.sqrt(last["large"].max()) < np.finfo(np.float32).max
-                              and np.sqrt(last["small"].min()) > np.finfo(np.float32).tiny, last),
+    "values_inside_float32": (np.sqrt(last["large"].max()) < f32.max
+                              and np.sqrt(last["small"].min()) > f32.tiny, last),
     "sweep_crosses_he": (max(sweep[stds.index(0.08)][d] for d in ("forward", "backward")) < 1
                          < min(sweep[stds.index(0.1)][d] for d in ("forward", "backward")), {"stds": stds}),
 }  # fmt: skip
