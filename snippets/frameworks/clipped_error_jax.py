@@ -52,8 +52,7 @@ def per_example_gradients(td_errors):
 zero, gaps, same_as_gradlab, at_bound = [], [], True, 0
 for seed in snippet.seeds(args.seed):
     td_errors = np.random.default_rng(seed).standard_t(DOF, size=BATCH)  # clipped_error.py's first draw
-    clipped, huber, residual = per_example_gradients(td_errors)
-    clipped, huber, residual = (np.asarray(a) for a in (clipped, huber, residual))
+    clipped, huber, residual = (np.asarray(a) for a in per_example_gradients(td_errors))
     zero.append(float(np.mean(clipped == 0)))
     gaps.append(float(np.max(np.abs(huber - residual))))
     gradlab = engine.grad(lambda p: ops.sum(0.5 * ops.clip(p[0], -1.0, 1.0) ** 2), [td_errors])[0]
