@@ -74,13 +74,13 @@ for seed in snippet.seeds(args.seed):
     for scheme in ("he", "glorot"):
         params = models.init_mlp(SIZES, scheme, np.random.default_rng([seed, 1]))
         weights = [jnp.asarray(W) for W in params[0::2]]  # its biases are 0
-        measured.setdefault(scheme, []).append([float(v) for v in factors(weights, X, readout)])
+        measured.setdefault(scheme, []).append(factors(weights, X, readout))
         run = inits.propagate(params, np.asarray(X), np.asarray(readout), "relu")
         by_gradlab.setdefault(scheme, []).append((run["forward"], run["backward"]))
     keys = jax.random.split(jax.random.key(seed), len(SIZES) - 1)
     for name, init in INITS.items():
         weights = [init(k, shape, jnp.float64) for k, shape in zip(keys, pairwise(SIZES), strict=True)]
-        measured.setdefault(name, []).append([float(v) for v in factors(weights, X, readout)])
+        measured.setdefault(name, []).append(factors(weights, X, readout))
         draws[name].append(np.asarray(weights[0]))
 measured = {key: np.array(values) for key, values in measured.items()}  # (seed, forward/backward)
 for scheme in ("he", "glorot"):
