@@ -50,10 +50,10 @@ for key, value in [*vars(args).items(), *settings.items(), *((f"scale_{s:g}", s)
 # slopes $\tanh'$ along the run. "Vanishes": below $10^{-2}$ at $T$; "explodes": above $10^{2}$.
 
 # %%
-table, measured = {}, {}  # measured: the runs (norms at every 2nd step, shown by the sweep below)
+table, measured, EVERY = {}, {}, 2  # measured: the runs (norms at every EVERY-th step, as the sweep shows)
 for drive, input_scale in DRIVES.items():
     for scale in SCALES:
-        runs = measured[drive, scale] = per_seed(rec.jacobian_summary, scale, input_scale, None, 2)
+        runs = measured[drive, scale] = per_seed(rec.jacobian_summary, scale, input_scale, None, EVERY)
         slope, rms = np.array(runs["mean_slope"]), np.array(runs["rms_slope"])
         stats = {"norm": runs["norm"], "rate": runs["rate"], "slope": slope, "gain": scale * slope}
         stats = stats | {"rms_gain": scale * rms} if not drive else stats
@@ -91,7 +91,7 @@ results.claim("rms_not_mean_slope_decides", holds, "sigma_max RMS tanh' is withi
 SWEEP = [0.5, 0.7, 0.9, 1.0, 1.05, 1.1, 1.2, 1.5, 1.6, 1.75, 2.0, 2.5, 3.0]
 command = f"python snippets/through_time.py --sigma-max {{value}} --seed {args.seed}"
 ends = recurrent_frames.sigma_sweep(
-    results, "sigma_sweep", nets, SWEEP, DRIVES, default=1.5, command=command, measured=measured
+    results, "sigma_sweep", nets, SWEEP, DRIVES, default=1.5, command=command, every=EVERY, measured=measured
 )
 crossing = {d: np.array([first_crossing(np.array(SWEEP), e) for e in ends[d].T]) for d in DRIVES}
 record("sweep_", {f"{d}crossing": crossing[d] for d in DRIVES}, rtol=1e-3)
