@@ -72,12 +72,13 @@ for k, seed in enumerate(seeds):
     rng = np.random.default_rng([seed, 1])
     params = seeded_mlp.one_seed(seeded_mlp.init(SIZES, [rng]), 0)
     minibatches = jnp.array([rng.integers(0, N_POINTS, BATCH) for _ in range(STEPS)])
-    grads = [np.asarray(g) for g in initial_grad([jnp.asarray(p) for p in params], X_all[k], y_all[k])]
+    jparams = [jnp.asarray(p) for p in params]  # for the initial gradient and for training
+    grads = [np.asarray(g) for g in initial_grad(jparams, X_all[k], y_all[k])]
     norms.append(float(np.sqrt(sum(np.sum(g**2) for g in grads))))
     by_gradlab = seeded_mlp.grads([p[None] for p in params], X_all[k : k + 1], y_all[k : k + 1], 0.0)
     gaps.append(max(np.abs(j - g[0]).max() for j, g in zip(grads, by_gradlab, strict=True)))
     gaps[-1] /= max(np.abs(g).max() for g in by_gradlab)
-    final, share = train([jnp.asarray(p) for p in params], X_all[k], y_all[k], minibatches)
+    final, share = train(jparams, X_all[k], y_all[k], minibatches)
     finals.append([np.asarray(p) for p in final])
     dead.append(float(share))
     print(f"seed {seed}: initial gradient norm {norms[-1]:.15e}, dead after {STEPS} steps {dead[-1]:.1%}")
