@@ -94,7 +94,10 @@ def mlp_problem(rng):
 def kink_crossings(loss, params):
     """How many of central differences' steps x_k +- h_k flip the sign of a hidden pre-activation:
     for ReLU, how many carry one across the kink at 0 (same steps as `numerical.central_difference`)."""
-    signs = lambda p: [z > 0 for z in models.mlp(p, loss.keywords["X"], return_hidden=True)[1]]  # noqa: E731
+
+    def signs(p):
+        return [z > 0 for z in models.mlp(p, loss.keywords["X"], args.activation, return_hidden=True)[1]]
+
     before, crossed = signs(params), 0
     for i, k in ((i, k) for i, p in enumerate(params) for k in range(p.size)):
         for direction in (1, -1):
