@@ -52,12 +52,9 @@ def measure(activation, init, seed):
     """A fresh network at its starting point, on seed's data: ``inits.propagate``'s numbers."""
     data_rng, sizes = np.random.default_rng([seed, 0]), [width] * (depth + 1) + [n_out]
     X, readout = data_rng.normal(size=(batch, width)), data_rng.normal(size=(batch, n_out))
-    if init == "orthogonal":  # seeded_mlp: init_mlp or orthogonal_mlp on default_rng([seed, 1]), bit for bit
-        params = inits.seeded_mlp(
-            sizes, ("orthogonal", np.sqrt(2) if activation == "relu" else 1.0), (seed, 1)
-        )
-    else:  # init: a name or a std
-        params = inits.seeded_mlp(sizes, INITS.get(init, init), (seed, 1))
+    gain = np.sqrt(2) if activation == "relu" else 1.0  # init: a name or a std; orthogonal takes a gain
+    scheme = ("orthogonal", gain) if init == "orthogonal" else INITS.get(init, init)
+    params = inits.seeded_mlp(sizes, scheme, (seed, 1))  # init_mlp/orthogonal_mlp on default_rng([seed, 1])
     run = inits.propagate(params, X, readout, activation)
     run["grad_rms_first"] = run["relgrad"] * np.linalg.norm(params[0]) / np.sqrt(params[0].size)
     run["saturated"] = np.mean([np.mean(slope < SATURATED_SLOPE) for slope in run["slopes"]])
