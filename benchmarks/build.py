@@ -116,11 +116,8 @@ def prose_edit_under_serve(clone: Path) -> float:
 RUNS = """
 import sys, time
 from pathlib import Path
-from pipeline import macros, runner
-runs = set()
-for page in Path("docs").rglob("*.md"):
-    runs |= macros.argument_runs(page.read_text(encoding="utf-8"))
-requests = [(p, ()) for p in runner.snippet_paths()] + [(runner.snippet_path(n), a) for n, a in sorted(runs)]
+from pipeline import runner
+requests = runner.build_requests()
 if sys.argv[1] == "without":
     requests = [(p, a) for p, a in requests if p.parent != runner.FRAMEWORKS]
 start = time.perf_counter()

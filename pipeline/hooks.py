@@ -79,18 +79,13 @@ def _run_snippets(config) -> None:
     (``{{ name(--lr 0.05).key }}``), in one pool across the cores, or their cached results."""
     RESULTS.clear()
     ANSWERS.clear()
-    runs = set()
-    for page in Path(config.docs_dir).rglob("*.md"):
-        runs |= macros.argument_runs(page.read_text(encoding="utf-8"))
-    paths = runner.snippet_paths()
-    requests = [(path, ()) for path in paths]
-    requests += [(runner.snippet_path(n), a) for n, a in sorted(runs) if runner.snippet_path(n).exists()]
+    requests = runner.build_requests(Path(config.docs_dir))
     outcomes = runner.run_many(requests, on_result=notebook_pages.prerenderer(config))
     failures = [str(o) for o in outcomes.values() if isinstance(o, runner.SnippetError)]
     if failures:
         raise runner.SnippetError(f"{len(failures)} run(s) failed:\n\n" + "\n\n".join(failures))
-    RESULTS.update({path.stem: outcomes[(path.stem, ())] for path in paths})
-    ANSWERS.update({run: outcomes[run] for run in runs if run in outcomes})
+    RESULTS.update({path.stem: outcomes[(path.stem, ())] for path, args in requests if not args})
+    ANSWERS.update({(path.stem, args): outcomes[(path.stem, args)] for path, args in requests if args})
 
 
 def on_config(config):

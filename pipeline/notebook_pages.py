@@ -54,9 +54,10 @@ STYLESHEET_FOLDER = "assets"
 #: ``{hash of the CSS: {"css": CSS, "classes": the classes of the pages that use it}}`` of the
 #: current build.
 STYLESHEETS: dict[str, dict] = {}
-CSS_CACHE = Path(__file__).resolve().parents[1] / ".cache" / "notebook-css"
+ROOT = Path(__file__).resolve().parents[1]
+CSS_CACHE = ROOT / ".cache" / "notebook-css"
 USED: set[Path] = set()  # the entries of CSS_CACHE this build read or wrote (see evict_unused)
-TEMPLATE_CACHE = Path(__file__).resolve().parents[1] / ".cache" / "jinja"  # compiled Jinja templates
+TEMPLATE_CACHE = ROOT / ".cache" / "jinja"  # compiled Jinja templates
 
 
 REMOTE_IMPORT = re.compile(r"import\(\s*[\"'`](?:https?:)?//")
@@ -240,12 +241,16 @@ def _style_blocks(text: str) -> list[tuple[int, int, int, int]]:
     return found
 
 
+def _code() -> bytes:
+    """What the cached pages and stylesheets also depend on: this module's code, tinycss2's version."""
+    return Path(__file__).read_bytes() + tinycss2.__version__.encode()
+
+
 def _purged(css: str, used: set[str]) -> str:
     """:func:`purge`, cached in ``.cache/notebook-css`` by the CSS, the classes, this module's
     code and tinycss2's version: parsing JupyterLab's stylesheet took 0.65 s of every build,
     a fifth of a build with nothing changed."""
-    code = Path(__file__).read_bytes() + tinycss2.__version__.encode()
-    key = hashlib.sha256(code + css.encode() + "\0".join(sorted(used)).encode()).hexdigest()
+    key = hashlib.sha256(_code() + css.encode() + "\0".join(sorted(used)).encode()).hexdigest()
     cached = CSS_CACHE / f"{key}.css"
     USED.add(cached)
     with contextlib.suppress(OSError):  # absent (or evicted by another build meanwhile): purge
@@ -454,9 +459,8 @@ def prerenderer(config):
 def clean_page(html: str, figures: dict, root: str, snippet: str) -> str:
     """:func:`clean`, cached in ``.cache/notebook-css`` by its arguments and this module's code
     (0.85 s of every build for 46 pages), with what the page adds to the shared stylesheets."""
-    code = Path(__file__).read_bytes() + tinycss2.__version__.encode()
     arguments = json.dumps([html, figures, root, snippet], sort_keys=True).encode()
-    cached = CSS_CACHE / f"page-{hashlib.sha256(code + arguments).hexdigest()}.json"
+    cached = CSS_CACHE / f"page-{hashlib.sha256(_code() + arguments).hexdigest()}.json"
     USED.add(cached)
     with contextlib.suppress(OSError):  # absent (or evicted by another build meanwhile): clean
         page = json.loads(cached.read_text(encoding="utf-8"))

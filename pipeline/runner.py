@@ -305,6 +305,18 @@ def _say(progress: bool, line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
 
+def build_requests(docs: Path = ROOT / "docs") -> list[tuple[Path, tuple[str, ...]]]:
+    """What a build runs: every snippet's site run, then each run with arguments that the pages
+    in ``docs`` quote (``{{ name(--lr 0.05).key }}``) of a snippet that exists."""
+    from pipeline import macros
+
+    runs = set()
+    for page in Path(docs).rglob("*.md"):
+        runs |= macros.argument_runs(page.read_text(encoding="utf-8"))
+    requests = [(path, ()) for path in snippet_paths()]
+    return requests + [(snippet_path(n), args) for n, args in sorted(runs) if snippet_path(n).exists()]
+
+
 def run_many(
     requests, cache: Path = CACHE, jobs: int | None = None, progress: bool = True, on_result=None
 ) -> dict:
@@ -355,8 +367,7 @@ def run_many(
                             return pending.pop(i)
             return None
 
-        def work(server_index: int) -> list:
-            done = []
+        def work(server_index: int) -> None:
             while (run := next_run(server_index)) is not None:
                 path, args = run
                 try:
@@ -364,13 +375,12 @@ def run_many(
                 except Exception as error:  # a bug here must not leave the caller waiting
                     outcome = SnippetError(f"{executor.shown(path)}: the runner failed: {error!r}")
                 finished.put(((path, args), outcome))
-                done.append(run)
-            return done
 
         finished = queue.SimpleQueue()
         try:
             with ThreadPoolExecutor(max_workers=jobs) as pool:
-                workers = [pool.submit(work, i) for i in range(jobs)]
+                for i in range(jobs):
+                    pool.submit(work, i)
                 for _ in range(len(stale)):
                     (path, args), outcome = finished.get()
                     outcomes[(path.stem, args)] = outcome
@@ -381,8 +391,6 @@ def run_many(
                         _say(progress, f"  done     {label:<40} {outcome.seconds:6.1f} s")
                     if on_result is not None:
                         on_result((path.stem, args), outcome)
-                for worker in workers:
-                    worker.result()
         finally:
             for server in started:
                 server.close()

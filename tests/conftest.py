@@ -114,15 +114,9 @@ def site_runs(tmp_path_factory, request):
 def _site_runs():
     from mkdocs.config import load_config
 
-    from pipeline import macros, notebook_pages
+    from pipeline import notebook_pages
 
-    requests = [(path, ()) for path in runner.snippet_paths()]
-    answers = set()
-    for page in (ROOT / "docs").rglob("*.md"):
-        answers |= macros.argument_runs(page.read_text(encoding="utf-8"))
-    requests += [
-        (runner.snippet_path(n), args) for n, args in sorted(answers) if runner.snippet_path(n).exists()
-    ]
+    requests = runner.build_requests(ROOT / "docs")
     # the notebooks to HTML as their runs end, not one after another inside the build's test
     config = load_config(str(ROOT / "mkdocs.yml"))
     return runner.run_many(requests, on_result=notebook_pages.prerenderer(config))
