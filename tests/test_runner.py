@@ -178,6 +178,8 @@ import os
 import sys
 
 warm = "matplotlib.pyplot" in sys.modules and "IPython" in sys.modules
+# gradlab and what the notebook shell loads on first use, imported by the server too
+warmed_up = {"gradlab.plot", "gradlab.stacked", "IPython.core.magics.execution"} <= set(sys.modules)
 import gc
 
 frozen = gc.get_freeze_count()
@@ -190,6 +192,7 @@ args, results = snippet.parse(snippet.parser())
 results.number("server", os.getppid(), "the process that forked this run")
 results.number("warm", int(warm), "matplotlib and IPython were imported before the run")
 results.number("leftover", int(leftover), "an earlier run's mark was seen")
+results.number("warmed_up", int(warmed_up), "gradlab and the shell's modules were imported before the run")
 results.number("frozen", frozen, "objects the server froze, outside the run's collections")
 results.number("seed", args.seed, "the seed")
 results.save()
@@ -209,6 +212,7 @@ def test_runs_come_warm_from_one_server_start_clean_and_are_cached_apart(tmp_pat
     assert one.numbers["seed"] == 1 and two.numbers["seed"] == 2
     assert one.numbers["server"] == two.numbers["server"] != site.numbers["server"]
     assert [r.numbers["warm"] for r in (site, one, two)] == [1, 1, 1], "imports paid by the server"
+    assert [r.numbers["warmed_up"] for r in (site, one, two)] == [1, 1, 1], "first-use work done once"
     assert [r.numbers["leftover"] for r in (site, one, two)] == [0, 0, 0], "every run starts afresh"
     assert all(r.numbers["frozen"] > 10_000 for r in (site, one, two)), "the server's imports are frozen"
     assert one.folder != two.folder and not one.cached
