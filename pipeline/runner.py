@@ -10,7 +10,8 @@ snippet, every file of the project library (``snippets/gradlab``), the pinned re
 this runner and its executor, and the Python version. An unchanged snippet is therefore never
 re-run, and a result is only ever read from the folder of its current key: a stale result
 cannot be published. A run writes into a temporary folder that is renamed into place only when
-the run succeeded.
+the run succeeded; publishing removes the results of earlier keys once they are old enough that
+no process that started before the edit can still be reading them.
 """
 
 import contextlib
@@ -38,6 +39,9 @@ HASHED_FILES = [ROOT / "requirements.txt", Path(__file__).resolve(), ROOT / "pip
 TIMEOUT_SECONDS = 300  # a snippet's limit; a line "# timeout: N" in the snippet sets its own
 TIMEOUT_LINE = re.compile(r"^# timeout: (\d+)\s*$", re.M)
 RUN_SECONDS = "run-seconds"  # in a result's folder: how long the run took
+# an earlier key's result is removed when a newer one is published and it is older than this:
+# longer than a test session that may still read it, short enough not to pile up
+STALE_AFTER_SECONDS = 15 * 60
 
 
 class SnippetError(Exception):
@@ -257,23 +261,52 @@ def _temporary(home: Path, key: str) -> Path:
     return temporary
 
 
-def _publish(path: Path, home: Path, key: str, temporary: Path, seconds: float) -> Result:
-    """Rename a finished run into place (with its time) and remove the results of earlier keys."""
+def _publish(path: Path, home: Path, key: str, temporary: Path, seconds: float):
+    """Rename a finished run into place (with its time) and remove what is stale beside it.
+    Returns a Result, or a SnippetError if the result could not be put in place."""
     final = home / key
     (temporary / RUN_SECONDS).write_text(f"{seconds:.2f}\n", encoding="utf-8")
-    for old in home.iterdir():  # results of earlier keys are stale: remove them
-        if old not in (temporary, final) and not old.name.startswith(f"{key}.tmp-"):
-            shutil.rmtree(old, ignore_errors=True)
+    _remove_stale(home, keep=(temporary, final))
     try:
         temporary.rename(final)
-    except OSError:  # another process finished the same key first: keep its result
+    except OSError as error:
         shutil.rmtree(temporary, ignore_errors=True)
+        if not _is_complete(final, path, ()):  # not another process's result of the same key
+            from pipeline import executor
+
+            return SnippetError(f"{executor.shown(path)}: could not store its result in {final}: {error}")
     return Result(path.stem, final, seconds, cached=False)
+
+
+def _remove_stale(home: Path, keep) -> None:
+    """Remove the results of earlier keys, once STALE_AFTER_SECONDS old, and the half-written
+    results of runs whose process is gone. A younger result of an earlier key stays: a build
+    or test session that started before the snippet changed may still read it (it holds that
+    key's Result; removing the folder under it failed such a build)."""
+    now = time.time()
+    for old in home.iterdir():
+        if old in keep:
+            continue
+        if ".tmp-" in old.name:  # NAME.tmp-PID-THREAD: another run's, still being written?
+            if not _process_alive(int(old.name.split(".tmp-")[1].split("-")[0])):
+                shutil.rmtree(old, ignore_errors=True)
+        elif now - old.stat().st_mtime > STALE_AFTER_SECONDS:
+            shutil.rmtree(old, ignore_errors=True)
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def last_seconds(path: Path, cache: Path = CACHE, args: tuple[str, ...] = ()) -> float:
     """How long the snippet's latest run with these arguments took (0 if never run; a result of
-    an earlier key counts until the new one replaces it): the longest runs start first, so that
+    an earlier key counts until it is removed): the longest runs start first, so that
     no core idles at the end while one long run finishes."""
     times = []
     for file in _home(Path(path), cache, args).glob(f"*/{RUN_SECONDS}"):

@@ -1,5 +1,9 @@
 """pipeline/runner.py: caching by content hash, failures that name file and line, no stale results."""
 
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -44,7 +48,28 @@ def test_a_result_is_cached_until_the_snippet_changes(tmp_path):
     path.write_text(OK.format(value=43))
     changed = runner.run_one(path, cache=tmp_path / "cache")
     assert not changed.cached and changed.numbers == {"answer": 43}
-    assert not first.folder.exists(), "the stale result must be removed"
+    # a build or test session that started before the edit holds `first` and may still read it
+    assert first.numbers == {"answer": 42}, "an earlier key's fresh result stays a while"
+    old = time.time() - runner.STALE_AFTER_SECONDS - 1
+    os.utime(first.folder, (old, old))
+    path.write_text(OK.format(value=44))
+    runner.run_one(path, cache=tmp_path / "cache")
+    assert not first.folder.exists(), "a stale result is removed once nobody can be reading it"
+    assert changed.folder.exists()
+
+
+def test_a_publish_leaves_the_runs_still_being_written_and_removes_the_dead_ones(tmp_path):
+    path = tmp_path / "tiny.py"
+    path.write_text(OK.format(value=1))
+    home = runner.run_one(path, cache=tmp_path / "cache").folder.parent
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True)
+    dead, alive = home / f"k1.tmp-{int(gone.stdout)}-1", home / f"k2.tmp-{os.getpid()}-1"
+    for folder in (dead, alive):
+        folder.mkdir()
+    path.write_text(OK.format(value=2))
+    assert runner.run_one(path, cache=tmp_path / "cache").numbers == {"answer": 2}
+    assert alive.exists(), "another process's run in progress is not touched"
+    assert not dead.exists(), "a run whose process died leaves nothing behind for long"
 
 
 def test_files_are_hashed_once_inside_a_build_and_again_after_it(tmp_path, monkeypatch):
