@@ -287,10 +287,14 @@ def _remove_stale(home: Path, keep) -> None:
     for old in home.iterdir():
         if old in keep:
             continue
-        if ".tmp-" in old.name:  # NAME.tmp-PID-THREAD: another run's, still being written?
-            if not _process_alive(int(old.name.split(".tmp-")[1].split("-")[0])):
-                shutil.rmtree(old, ignore_errors=True)
-        elif now - old.stat().st_mtime > STALE_AFTER_SECONDS:
+        try:
+            if ".tmp-" in old.name:  # KEY.tmp-PID-THREAD: another run's, still being written?
+                stale = not _process_alive(int(old.name.split(".tmp-")[1].split("-")[0]))
+            else:
+                stale = now - old.stat().st_mtime > STALE_AFTER_SECONDS
+        except (OSError, ValueError):  # removed meanwhile by another process; not a run's name
+            continue
+        if stale:
             shutil.rmtree(old, ignore_errors=True)
 
 
