@@ -163,6 +163,10 @@ def _other_seeds_in_the_background(tmp_path_factory):
         compute = lambda: runner.run_many(_seed_requests(), progress=False)  # noqa: E731
         _BACKGROUND["outcome"] = once_per_session(tmp_path_factory, SEED_RUNS, compute)
 
+    # the worker's temporary folder is made on first use, by removing and creating it: made by
+    # this thread and by the first test's fixtures at once, one removed the other's or found it
+    # there (FileExistsError in every test of that worker). Made here, before the thread starts.
+    tmp_path_factory.getbasetemp()
     _BACKGROUND["thread"] = thread = threading.Thread(target=run, name="other seeds", daemon=True)
     thread.start()
     yield
