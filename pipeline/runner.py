@@ -136,11 +136,12 @@ def files_unchanged():
 
 
 def _file_digest(file: Path) -> bytes:
-    if _DIGESTS is None:
+    digests = _DIGESTS  # read once: another thread (the tests' other seeds) may end the span
+    if digests is None:
         return hashlib.sha256(file.read_bytes()).digest()
-    if file not in _DIGESTS:
-        _DIGESTS[file] = hashlib.sha256(file.read_bytes()).digest()
-    return _DIGESTS[file]
+    if file not in digests:
+        digests[file] = hashlib.sha256(file.read_bytes()).digest()
+    return digests[file]
 
 
 def cache_key(path: Path) -> str:
