@@ -7,6 +7,7 @@
 * ``on_page_markdown``: resolve ``{{ snippet.key }}`` numbers and ``{{ figure ... }}`` figures.
 * ``on_post_page``: notebook pages are cleaned up by ``notebook_pages.py``; ``on_post_build``
   writes the notebook CSS they share.
+* Material's search entries of a page are cached by what they are made of (``search_cache.py``).
 
 Under ``mkdocs serve --dirty`` (``make serve``) only what changed is rebuilt: a notebook is copied
 (keeping its time stamp) only when its content changed, and when a snippet's result changes, the
@@ -27,7 +28,7 @@ from mkdocs.structure.files import File
 from mkdocs.utils import get_relative_url
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from pipeline import macros, notebook_pages, runner, scaffold
+from pipeline import macros, notebook_pages, runner, scaffold, search_cache
 
 PAGES = runner.ROOT / ".cache" / "pages" / str(os.getpid())  # src_dir of the notebook pages
 RESULTS: dict[str, runner.Result] = {}
@@ -94,6 +95,7 @@ def on_config(config):
         logging.getLogger("mkdocs.mkdocs-jupyter").setLevel(logging.WARNING)  # "Converting notebook ..."
     notebook_pages.STYLESHEETS.clear()  # left over if the previous build under `serve` failed
     notebook_pages.share_compiled_templates()  # for the notebooks converted when their page renders
+    search_cache.install()  # a page's search entries are parsed from its HTML once, not every build
     try:
         with runner.files_unchanged():  # the snippets' keys hash each file once
             _run_snippets(config)
@@ -191,3 +193,4 @@ def on_post_build(config):
         shutil.rmtree(PAGES, ignore_errors=True)
     if not COMMAND["dirty"]:  # a dirty rebuild renders only some pages: it cannot tell what is stale
         notebook_pages.evict_unused()
+        search_cache.evict_unused()
