@@ -1,6 +1,8 @@
 """pipeline/notebook_pages.py: CDN tags removed, real alt text, the stylesheet shared and purged."""
 
 import hashlib
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -233,3 +235,31 @@ def test_a_whole_build_evicts_the_cache_entries_it_did_not_use(tmp_path, monkeyp
     assert notebook_pages.evict_unused() == [stale]
     assert sorted(tmp_path.iterdir()) == [path for path in kept if path != stale]
     assert notebook_pages.USED == set()
+
+
+def test_two_builds_removing_the_same_stale_page_do_not_fail_each_other(tmp_path, monkeypatch):
+    from mkdocs.plugins import PluginCollection
+    from mkdocs_jupyter.plugin import Plugin
+
+    plugin = Plugin()
+    assert plugin.load_config({"cache": True, "cache_dir": str(tmp_path)}) == ([], [])
+    plugins = PluginCollection()
+    plugins["mkdocs-jupyter"] = plugin
+    used, stale = tmp_path / "used.json", tmp_path / "stale.json"
+    used.write_text("{}")
+    plugin._used_cache_paths = {used}
+    # the race: this build lists the stale page, another build removes it, this one removes it
+    listed = Path.glob
+    monkeypatch.setattr(
+        Path, "glob", lambda self, pattern: [used, stale] if self == tmp_path else listed(self, pattern)
+    )
+    with pytest.raises(FileNotFoundError):  # mkdocs-jupyter's own eviction
+        plugin.on_post_build(SimpleNamespace())
+    notebook_pages.evict_without_racing(SimpleNamespace(plugins=plugins))
+    assert plugin.on_post_build not in plugins.events["post_build"]
+    plugins.run_event("post_build", config=SimpleNamespace())  # the build goes on
+    assert used.exists()
+    stale.write_text("{}")
+    monkeypatch.setattr(Path, "glob", listed)
+    plugins.run_event("post_build", config=SimpleNamespace())
+    assert used.exists() and not stale.exists(), "a stale page is still evicted"
