@@ -177,7 +177,10 @@ def _warm_up() -> None:
     from matplotlib.backends.registry import backend_registry
 
     for module in pkgutil.iter_modules([str(SNIPPETS / "gradlab")], "gradlab."):
-        importlib.import_module(module.name)
+        try:
+            importlib.import_module(module.name)
+        except Exception:  # a module being edited: the run that imports it names file and line
+            sys.modules.pop(module.name, None)
     for module in SHELL_MODULES:
         importlib.import_module(module)
     backend_registry.resolve_gui_or_backend("inline")

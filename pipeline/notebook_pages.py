@@ -414,20 +414,25 @@ def share_compiled_templates() -> None:
     TemplateExporter._create_environment = _create_environment
 
 
-def evict_without_racing(config) -> None:
+def evict_without_racing(config, dirty: bool = False) -> None:
     """mkdocs-jupyter's ``on_post_build`` removes the cached pages its build did not use with
     ``unlink()``: when two builds share ``.cache`` (``make serve`` and ``make check`` after an
     edit, or ``make test`` beside them), both remove the same stale page and the second build
     fails on the file the first removed (FileNotFoundError). Its entry in the build's
-    ``post_build`` events is replaced by the same eviction, which lets a file already be gone."""
-    plugin = config.plugins.get("mkdocs-jupyter")
-    events = config.plugins.events["post_build"]
+    ``post_build`` events is replaced by the same eviction, which lets a file already be gone,
+    and which a dirty rebuild skips (it renders only the changed pages, so it would evict every
+    other notebook's page, to be converted again by the next whole build)."""
+    plugins = getattr(config, "plugins", None)
+    plugin = plugins.get("mkdocs-jupyter") if plugins is not None else None
+    if plugin is None:
+        return
+    events = plugins.events["post_build"]
     for index, method in enumerate(events):
         if getattr(method, "__self__", None) is plugin and method.__name__ == "on_post_build":
 
             def on_post_build(config, plugin=plugin):
                 folder = Path(plugin.config["cache_dir"])
-                if plugin.config["cache"] and folder.is_dir():
+                if plugin.config["cache"] and not dirty and folder.is_dir():
                     for page in folder.glob("*.json"):
                         if page not in plugin._used_cache_paths:
                             page.unlink(missing_ok=True)

@@ -39,9 +39,10 @@ HASHED_FILES = [ROOT / "requirements.txt", Path(__file__).resolve(), ROOT / "pip
 TIMEOUT_SECONDS = 300  # a snippet's limit; a line "# timeout: N" in the snippet sets its own
 TIMEOUT_LINE = re.compile(r"^# timeout: (\d+)\s*$", re.M)
 RUN_SECONDS = "run-seconds"  # in a result's folder: how long the run took
-# an earlier key's result is removed when a newer one is published and it is older than this:
-# longer than a test session that may still read it, short enough not to pile up
+# an earlier key's result is marked when a newer one is published, and removed by a publish this
+# long after: longer than a build or test session that may still read it, short enough not to pile up
 STALE_AFTER_SECONDS = 15 * 60
+SUPERSEDED = "superseded"  # the mark, a file in the result's folder
 
 
 class SnippetError(Exception):
@@ -262,7 +263,7 @@ def _temporary(home: Path, key: str) -> Path:
     return temporary
 
 
-def _publish(path: Path, home: Path, key: str, temporary: Path, seconds: float):
+def _publish(path: Path, home: Path, key: str, temporary: Path, seconds: float, args=()):
     """Rename a finished run into place (with its time) and remove what is stale beside it.
     Returns a Result, or a SnippetError if the result could not be put in place."""
     final = home / key
@@ -272,7 +273,7 @@ def _publish(path: Path, home: Path, key: str, temporary: Path, seconds: float):
         temporary.rename(final)
     except OSError as error:
         shutil.rmtree(temporary, ignore_errors=True)
-        if not _is_complete(final, path, ()):  # not another process's result of the same key
+        if not _is_complete(final, path, args):  # not another process's result of the same key
             from pipeline import executor
 
             return SnippetError(f"{executor.shown(path)}: could not store its result in {final}: {error}")
@@ -280,10 +281,10 @@ def _publish(path: Path, home: Path, key: str, temporary: Path, seconds: float):
 
 
 def _remove_stale(home: Path, keep) -> None:
-    """Remove the results of earlier keys, once STALE_AFTER_SECONDS old, and the half-written
-    results of runs whose process is gone. A younger result of an earlier key stays: a build
-    or test session that started before the snippet changed may still read it (it holds that
-    key's Result; removing the folder under it failed such a build)."""
+    """Mark the results of earlier keys as superseded, and remove those marked over
+    STALE_AFTER_SECONDS ago; remove the half-written results of runs whose process is gone. A
+    result superseded a short while ago stays: a build or test session that started before the
+    snippet changed may still hold it and read it (removing it at once failed such a build)."""
     now = time.time()
     for old in home.iterdir():
         if old in keep:
@@ -292,11 +293,21 @@ def _remove_stale(home: Path, keep) -> None:
             if ".tmp-" in old.name:  # KEY.tmp-PID-THREAD: another run's, still being written?
                 stale = not _process_alive(int(old.name.split(".tmp-")[1].split("-")[0]))
             else:
-                stale = now - old.stat().st_mtime > STALE_AFTER_SECONDS
+                marker = old / SUPERSEDED
+                if not marker.exists():
+                    marker.touch()  # from now on it is an earlier version's result
+                    continue
+                stale = now - marker.stat().st_mtime > STALE_AFTER_SECONDS
         except (OSError, ValueError):  # removed meanwhile by another process; not a run's name
             continue
         if stale:
             shutil.rmtree(old, ignore_errors=True)
+
+
+def _still_current(final: Path) -> None:
+    """A cached result that is current again (its snippet was changed back) is no longer an
+    earlier version's: its mark goes."""
+    (final / SUPERSEDED).unlink(missing_ok=True)
 
 
 def _process_alive(pid: int) -> bool:
@@ -329,13 +340,14 @@ def _run_task(server, path: Path, args: tuple[str, ...], key: str, cache: Path):
     final = home / key
     with _exclusive(cache, path, key, home.name):
         if _is_complete(final, path, args):  # another process ran it while we waited
+            _still_current(final)
             return Result(path.stem, final, 0.0, cached=True)
         temporary = _temporary(home, key)
         error, seconds = server.run("script" if args else "notebook", path, temporary, args)
         if error is not None:
             shutil.rmtree(temporary, ignore_errors=True)
             return SnippetError(error)
-        return _publish(path, home, key, temporary, seconds)
+        return _publish(path, home, key, temporary, seconds, args)
 
 
 def _say(progress: bool, line: str) -> None:
@@ -440,7 +452,9 @@ def run_many(
         )
     for path, args in requests:  # the cached ones
         if (path.stem, args) not in outcomes:
-            outcomes[(path.stem, args)] = Result(path.stem, _home(path, cache, args) / keys[path], 0.0, True)
+            final = _home(path, cache, args) / keys[path]
+            _still_current(final)
+            outcomes[(path.stem, args)] = Result(path.stem, final, 0.0, True)
     return outcomes
 
 

@@ -11,6 +11,7 @@ byte-identical (tests/test_search_cache.py). A whole build removes the entries i
 import contextlib
 import hashlib
 import json
+import sys
 from pathlib import Path
 
 from pipeline import notebook_pages
@@ -26,7 +27,8 @@ def _toc(items) -> list:
 def _key(page, code: str) -> str:
     meta = {name: page.meta.get(name) for name in ("title", "tags", "search")}
     made_of = [code, page.content, _toc(page.toc), page.url, str(page.title), meta]
-    return hashlib.sha256(json.dumps(made_of, sort_keys=True, default=str).encode()).hexdigest()
+    # repr for what JSON has no type for (a YAML date is not the string of it: tags keep only strings)
+    return hashlib.sha256(json.dumps(made_of, sort_keys=True, default=repr).encode()).hexdigest()
 
 
 def install() -> None:
@@ -39,7 +41,7 @@ def install() -> None:
     original = getattr(index.add_entry_from_context, "original", index.add_entry_from_context)
     # the plugin's own code and whether it segments Chinese: what else shapes an entry
     code = f"{material.__version__} {hashlib.sha256(Path(plugin.__file__).read_bytes()).hexdigest()}"
-    code += f" jieba={plugin.jieba is not None}"
+    code += f" jieba={plugin.jieba is not None} {sys.version}"  # its parser is the stdlib's html.parser
 
     def add_entry_from_context(self, page):
         cached = CACHE / f"{_key(page, code)}.json"
@@ -49,7 +51,7 @@ def install() -> None:
             return
         start = len(self.entries)
         original(self, page)
-        notebook_pages._write_whole(cached, json.dumps(self.entries[start:]))
+        notebook_pages._write_whole(cached, json.dumps(self.entries[start:], default=str))
 
     add_entry_from_context.original = original
     index.add_entry_from_context = add_entry_from_context

@@ -263,3 +263,15 @@ def test_two_builds_removing_the_same_stale_page_do_not_fail_each_other(tmp_path
     monkeypatch.setattr(Path, "glob", listed)
     plugins.run_event("post_build", config=SimpleNamespace())
     assert used.exists() and not stale.exists(), "a stale page is still evicted"
+
+    stale.write_text("{}")  # a dirty rebuild rendered only the changed pages: it evicts nothing
+    dirty = PluginCollection()
+    dirty["mkdocs-jupyter"] = plugin
+    notebook_pages.evict_without_racing(SimpleNamespace(plugins=dirty), dirty=True)
+    dirty.run_event("post_build", config=SimpleNamespace())
+    assert stale.exists()
+    without = PluginCollection()  # no mkdocs-jupyter: nothing replaced (a hook is a plain function)
+    without.events["post_build"].append(lambda config: None)
+    events = {name: list(methods) for name, methods in without.events.items()}
+    notebook_pages.evict_without_racing(SimpleNamespace(plugins=without))
+    assert without.events == events

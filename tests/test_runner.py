@@ -45,17 +45,24 @@ def test_a_result_is_cached_until_the_snippet_changes(tmp_path):
     again = runner.run_one(path, cache=tmp_path / "cache")
     assert again.cached and again.folder == first.folder
 
+    old = time.time() - runner.STALE_AFTER_SECONDS - 1
+    os.utime(first.folder, (old, old))  # published long ago
     path.write_text(OK.format(value=43))
     changed = runner.run_one(path, cache=tmp_path / "cache")
     assert not changed.cached and changed.numbers == {"answer": 43}
     # a build or test session that started before the edit holds `first` and may still read it
-    assert first.numbers == {"answer": 42}, "an earlier key's fresh result stays a while"
-    old = time.time() - runner.STALE_AFTER_SECONDS - 1
-    os.utime(first.folder, (old, old))
+    assert first.notebook.exists(), "an earlier key's result stays a while after a newer one"
+    marked = first.folder / runner.SUPERSEDED
+    os.utime(marked, (old, old))  # superseded long ago (however old the result itself is)
     path.write_text(OK.format(value=44))
     runner.run_one(path, cache=tmp_path / "cache")
-    assert not first.folder.exists(), "a stale result is removed once nobody can be reading it"
-    assert changed.folder.exists()
+    assert not first.folder.exists(), "a result superseded long ago is removed at the next publish"
+    assert changed.notebook.exists() and (changed.folder / runner.SUPERSEDED).exists()
+
+    path.write_text(OK.format(value=43))  # changed back: that result is current again
+    again = runner.run_one(path, cache=tmp_path / "cache")
+    assert again.cached and again.folder == changed.folder
+    assert not (changed.folder / runner.SUPERSEDED).exists(), "a current result carries no mark"
 
 
 def test_a_publish_leaves_the_runs_still_being_written_and_removes_the_dead_ones(tmp_path):
@@ -431,3 +438,15 @@ def test_xla_keeps_its_compiled_programs_for_the_next_run(tmp_path, monkeypatch)
     (again,) = runner.run_scripts(path, [("--seed", "1")], cache=tmp_path / "cache")
     assert sorted(p.name for p in (tmp_path / "xla").iterdir()) == kept
     assert again.numbers["twice"] == first.numbers["twice"] == 3.0
+
+
+def test_a_broken_library_module_does_not_stop_the_server(tmp_path, monkeypatch):
+    """The server imports every gradlab module before the runs; one that fails to import (being
+    edited) is left to the run that imports it, which names its file and line."""
+    from pipeline import executor
+
+    (tmp_path / "gradlab").mkdir()
+    (tmp_path / "gradlab" / "being_edited.py").write_text("def broken(:\n")
+    monkeypatch.setattr(executor, "SNIPPETS", tmp_path)
+    executor._warm_up()
+    assert "gradlab.being_edited" not in sys.modules
