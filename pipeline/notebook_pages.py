@@ -256,7 +256,7 @@ def _purged(css: str, used: set[str]) -> str:
     with contextlib.suppress(OSError):  # absent (or evicted by another build meanwhile): purge
         return cached.read_text(encoding="utf-8")
     purged = purge(css, used)
-    _write_whole(cached, purged)
+    write_whole(cached, purged)
     return purged
 
 
@@ -433,9 +433,7 @@ def evict_without_racing(config, dirty: bool = False) -> None:
             def on_post_build(config, plugin=plugin):
                 folder = Path(plugin.config["cache_dir"])
                 if plugin.config["cache"] and not dirty and folder.is_dir():
-                    for page in folder.glob("*.json"):
-                        if page not in plugin._used_cache_paths:
-                            page.unlink(missing_ok=True)
+                    remove_unused(folder.glob("*.json"), plugin._used_cache_paths)
 
             events[index] = on_post_build
 
@@ -500,14 +498,14 @@ def clean_page(html: str, figures: dict, root: str, snippet: str) -> str:
     cleaned = clean(html, figures, root, snippet, sheets)
     for key, entry in sheets.items():
         _register(key, entry["css"], entry["classes"])
-        _write_whole(CSS_CACHE / f"source-{key}.css", entry["css"])
+        write_whole(CSS_CACHE / f"source-{key}.css", entry["css"])
         USED.add(CSS_CACHE / f"source-{key}.css")
     stylesheets = {key: sorted(entry["classes"]) for key, entry in sheets.items()}
-    _write_whole(cached, json.dumps({"html": cleaned, "stylesheets": stylesheets}))
+    write_whole(cached, json.dumps({"html": cleaned, "stylesheets": stylesheets}))
     return cleaned
 
 
-def _write_whole(path: Path, text: str) -> None:
+def write_whole(path: Path, text: str) -> None:
     """Write a cache file whole or not at all, even with two builds at once."""
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(f".{os.getpid()}.tmp")
@@ -515,11 +513,17 @@ def _write_whole(path: Path, text: str) -> None:
     partial.replace(path)
 
 
+def remove_unused(files, used) -> list[Path]:
+    """Remove the cache ``files`` not in ``used``; one another build removed first is no error."""
+    removed = [path for path in files if path not in used]
+    for path in removed:
+        path.unlink(missing_ok=True)
+    return removed
+
+
 def evict_unused() -> list[Path]:
     """After a whole build: remove the entries of ``.cache/notebook-css`` it did not use (a page
     or stylesheet of an earlier version), as mkdocs-jupyter evicts its own; forget the set."""
-    removed = [path for path in CSS_CACHE.glob("*") if path.is_file() and path not in USED]
-    for path in removed:
-        path.unlink(missing_ok=True)
+    removed = remove_unused((path for path in CSS_CACHE.glob("*") if path.is_file()), USED)
     USED.clear()
     return removed

@@ -51,7 +51,7 @@ def install() -> None:
             return
         start = len(self.entries)
         original(self, page)
-        notebook_pages._write_whole(cached, json.dumps(self.entries[start:], default=str))
+        notebook_pages.write_whole(cached, json.dumps(self.entries[start:], default=str))
 
     add_entry_from_context.original = original
     index.add_entry_from_context = add_entry_from_context
@@ -59,8 +59,6 @@ def install() -> None:
 
 def evict_unused() -> list[Path]:
     """After a whole build: remove the entries it did not use; forget the set."""
-    removed = [path for path in CACHE.glob("*.json") if path not in USED]
-    for path in removed:
-        path.unlink(missing_ok=True)
+    removed = notebook_pages.remove_unused(CACHE.glob("*.json"), USED)
     USED.clear()
     return removed
