@@ -99,8 +99,11 @@ class Server:
     def __init__(self, preload=()):
         import subprocess
 
+        from pipeline import blas
+
         env = {
             **JAX_CACHE,
+            **blas.pinned_environment(),  # the same OpenBLAS kernels on every x86-64 machine
             **os.environ,
             **ONE_THREAD,
             **KEEP_HEAP,
@@ -144,6 +147,9 @@ def serve(preload: list[str]) -> int:
     modules = [*PRELOAD, *(m for name in preload for m in FRAMEWORK_MODULES[name])]
     for module in modules:
         importlib.import_module(module)
+    from pipeline import blas
+
+    blas.check()  # numpy's OpenBLAS runs the kernels asked for, or no run starts
     _warm_up()
     # what the imports made lives as long as the server: the cyclic collector of each child would
     # walk those objects (~1 million with PyTorch and JAX) in every full collection, writing to

@@ -36,6 +36,7 @@ LIBRARY = SNIPPETS / "gradlab"
 FRAMEWORKS = SNIPPETS / "frameworks"  # PyTorch and JAX scripts, and modules they import
 CACHE = ROOT / ".cache" / "snippets"
 HASHED_FILES = [ROOT / "requirements.txt", Path(__file__).resolve(), ROOT / "pipeline" / "executor.py"]
+HASHED_FILES += [ROOT / "pipeline" / "blas.py"]
 TIMEOUT_SECONDS = 300  # a snippet's limit; a line "# timeout: N" in the snippet sets its own
 TIMEOUT_LINE = re.compile(r"^# timeout: (\d+)\s*$", re.M)
 RUN_SECONDS = "run-seconds"  # in a result's folder: how long the run took
@@ -146,8 +147,11 @@ def _file_digest(file: Path) -> bytes:
 
 
 def cache_key(path: Path) -> str:
-    """Hash of the snippet, the library, the pinned requirements, the runner and Python."""
-    digest = hashlib.sha256(sys.version.encode())
+    """Hash of the snippet, the library, the pinned requirements, the runner, Python and the
+    OpenBLAS kernels the runs ask for (pipeline/blas.py)."""
+    from pipeline import blas
+
+    digest = hashlib.sha256(f"{sys.version} {blas.wanted()}".encode())
     library = sorted(LIBRARY.rglob("*.py"))
     if Path(path).resolve().parent == FRAMEWORKS.resolve():
         library += framework_modules()

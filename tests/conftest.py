@@ -22,7 +22,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "snippets"))  # import gradlab
 sys.path.insert(0, str(ROOT))  # import pipeline
 
-from pipeline import runner  # noqa: E402
+from pipeline import blas, runner  # noqa: E402
+
+blas.pin()  # before numpy loads: the OpenBLAS kernels the site's numbers were recorded with
 
 OTHER_SEEDS = (1, 2)  # besides the site's seed 0: every claim must hold on these too
 

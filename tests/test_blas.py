@@ -1,0 +1,70 @@
+"""pipeline/blas.py: the runs and the tests compute on the same OpenBLAS kernels on every x86-64
+machine, and a kernel asked for but not loaded stops the runs."""
+
+import json
+
+import pytest
+from conftest import ROOT
+
+from pipeline import blas, executor, runner
+
+X86 = blas.pinned_environment(environ={}) == {blas.VARIABLE: blas.PINNED}
+needs_x86 = pytest.mark.skipif(not X86, reason="not an x86-64 CPU with AVX2 and FMA: nothing is pinned")
+
+
+@pytest.mark.parametrize(
+    ("environ", "machine", "flags", "expected"),
+    [
+        ({}, "x86_64", {"avx2", "fma", "sse2"}, {"OPENBLAS_CORETYPE": "Haswell"}),
+        ({}, "AMD64", {"avx2", "fma"}, {"OPENBLAS_CORETYPE": "Haswell"}),
+        ({}, "x86_64", {"avx", "sse2"}, {}),  # no AVX2: the Haswell kernels would not run
+        ({}, "aarch64", {"asimd"}, {}),
+        ({"OPENBLAS_CORETYPE": "SkylakeX"}, "x86_64", {"avx2", "fma"}, {}),  # set already: it wins
+    ],
+)
+def test_the_pin_depends_on_the_cpu_and_yields_to_the_environment(environ, machine, flags, expected):
+    assert blas.pinned_environment(environ=environ, machine=machine, cpu_flags=flags) == expected
+
+
+@needs_x86
+def test_this_test_process_runs_the_pinned_kernels():
+    assert blas.kernel() == blas.wanted() == blas.PINNED
+
+
+@needs_x86
+def test_a_kernel_asked_for_but_not_loaded_is_an_error(monkeypatch):
+    blas.check()  # the one loaded is the one asked for
+    monkeypatch.setenv(blas.VARIABLE, "NoSuchCore")  # OpenBLAS would ignore it and pick its own
+    with pytest.raises(RuntimeError, match=r"NoSuchCore.*runs Haswell"):
+        blas.check()
+
+
+def test_the_kernel_asked_for_is_part_of_the_cache_key(monkeypatch):
+    path = ROOT / "snippets" / "saturation.py"
+    monkeypatch.setenv(blas.VARIABLE, "Haswell")
+    haswell = runner.cache_key(path)
+    monkeypatch.setenv(blas.VARIABLE, "SkylakeX")
+    assert runner.cache_key(path) != haswell
+
+
+@needs_x86
+def test_the_runners_children_run_the_pinned_kernels(tmp_path, monkeypatch):
+    """A run in the runner's server (started from an environment without the variable) computes
+    on the Haswell kernels."""
+    monkeypatch.delenv(blas.VARIABLE)
+    script = tmp_path / "which_kernel.py"
+    script.write_text(
+        "import json, sys\nfrom pathlib import Path\nfrom pipeline import blas\n"
+        "out = Path(sys.argv[sys.argv.index('--out') + 1])\n"
+        "(out / 'numbers.json').write_text(json.dumps({'kernel': blas.kernel()}))\n",
+        encoding="utf-8",
+    )
+    folder = tmp_path / "out"
+    folder.mkdir()
+    server = executor.Server()
+    try:
+        error, _ = server.run("script", script, folder)
+    finally:
+        server.close()
+    assert error is None
+    assert json.loads((folder / "numbers.json").read_text())["kernel"] == blas.PINNED
