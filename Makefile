@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: serve build test check record lint format bench bench-flaky chapter clean help
+.PHONY: serve build test check record lint format bench bench-flaky kernels chapter clean help
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
@@ -34,6 +34,9 @@ test: $(VENV)/.dev  ## run the whole test suite: lint, library, snippets, build,
 
 check: $(VENV)/.dev  ## one chapter, fast: make check NAME=dying_relu (lint, run, numbers, claims on 3 seeds, build, its tests)
 	$(BIN)/python -m pipeline.check $(NAME)
+
+kernels: $(VENV)/.dev  ## which numbers and claims move on other OpenBLAS kernels: make kernels [KERNEL=SkylakeX]
+	$(BIN)/python benchmarks/kernels.py $(KERNEL)
 
 record: $(VENV)/.site  ## re-run the snippets and re-record their numbers: make record [NAME=x] [FRESH=1] (then git diff)
 	$(BIN)/python -m pipeline.record $(if $(FRESH),--fresh) $(NAME)
