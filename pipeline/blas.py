@@ -15,7 +15,6 @@ an x86-64 CPU without AVX2, a numpy on another BLAS) nothing is pinned.
 No numpy import here: the variable counts only if it is set before numpy loads OpenBLAS.
 """
 
-import ctypes
 import functools
 import os
 import platform
@@ -66,18 +65,12 @@ def pin() -> None:
 def kernel() -> str | None:
     """The kernel set the loaded numpy's OpenBLAS runs (``'Haswell'``, ``'SkylakeX'``...), or None
     when numpy's BLAS is not a bundled OpenBLAS. Imports numpy."""
-    import numpy
+    snippets = str(Path(__file__).resolve().parents[1] / "snippets")
+    if snippets not in sys.path:
+        sys.path.append(snippets)
+    from gradlab.snippet import openblas_kernels
 
-    folder = Path(numpy.__file__).resolve().parent.parent / "numpy.libs"
-    for library in sorted(folder.glob("libscipy_openblas*.so*")):
-        names = ctypes.CDLL(str(library))
-        symbols = ("scipy_openblas_get_corename64_", "scipy_openblas_get_corename", "openblas_get_corename")
-        for symbol in symbols:
-            function = getattr(names, symbol, None)
-            if function is not None:
-                function.restype = ctypes.c_char_p
-                return function().decode()
-    return None
+    return openblas_kernels()
 
 
 def check() -> None:

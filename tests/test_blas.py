@@ -68,3 +68,25 @@ def test_the_runners_children_run_the_pinned_kernels(tmp_path, monkeypatch):
         server.close()
     assert error is None
     assert json.loads((folder / "numbers.json").read_text())["kernel"] == blas.PINNED
+
+
+@needs_x86
+@pytest.mark.parametrize("kernels", ["Sandybridge", "Haswell"])
+def test_a_readers_run_says_when_its_kernels_are_not_the_sites(kernels, tmp_path):
+    """``python snippets/NAME.py`` on other OpenBLAS kernels (AVX without FMA: every x86-64 CPU
+    with AVX runs them) prints one note on stderr naming them and how to get the site's numbers;
+    on the site's kernels it prints none."""
+    import os
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "snippets/four_methods.py", "--out", str(tmp_path)],
+        cwd=ROOT, env={**os.environ, blas.VARIABLE: kernels}, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    notes = [line for line in done.stderr.splitlines() if line.startswith("note: numpy's OpenBLAS")]
+    if kernels == blas.PINNED:
+        assert notes == []
+    else:
+        assert len(notes) == 1 and f"runs its {kernels} kernels" in notes[0]
+        assert "OPENBLAS_CORETYPE=Haswell python snippets/four_methods.py" in notes[0]

@@ -36,6 +36,7 @@ import argparse
 import json
 import math
 import os
+import platform
 import re
 import shlex
 import sys
@@ -52,6 +53,31 @@ NOTEBOOK_ENV = "GRADLAB_SNIPPET_NOTEBOOK"
 NO_FIGURE_FILES_ENV = "GRADLAB_SNIPPET_NO_FIGURE_FILES"
 KEY = re.compile(r"[a-z][a-z0-9_]*\Z")
 SEEDS_PER_RUN = 5
+# the OpenBLAS kernels the site's numbers come from: its build pins them on x86-64 (pipeline/blas.py)
+SITE_KERNELS = "Haswell"
+
+
+def openblas_kernels() -> str | None:
+    """The kernel set numpy's bundled OpenBLAS runs here ('Haswell', 'SkylakeX', ...), chosen
+    by the CPU unless OPENBLAS_CORETYPE named one before numpy loaded; None for another BLAS."""
+    import ctypes
+
+    import numpy
+
+    for library in sorted(
+        (Path(numpy.__file__).resolve().parent.parent / "numpy.libs").glob("*openblas*.so*")
+    ):
+        names = ctypes.CDLL(str(library))
+        for symbol in (
+            "scipy_openblas_get_corename64_",
+            "scipy_openblas_get_corename",
+            "openblas_get_corename",
+        ):
+            function = getattr(names, symbol, None)
+            if function is not None:
+                function.restype = ctypes.c_char_p
+                return function().decode()
+    return None
 
 
 class ClaimFailed(AssertionError):
@@ -141,6 +167,17 @@ def parse(argument_parser: argparse.ArgumentParser):
     else:
         argv = sys.argv[1:]
     args = argument_parser.parse_args(argv, namespace=Arguments())
+    kernels = None if NAME_ENV in os.environ or platform.machine() != "x86_64" else openblas_kernels()
+    if kernels not in (None, SITE_KERNELS):  # a reader's run: say why a few numbers may differ
+        how = "`%env OPENBLAS_CORETYPE=" + SITE_KERNELS + "` in a fresh kernel, before numpy loads"
+        if not in_kernel():
+            how = f"OPENBLAS_CORETYPE={SITE_KERNELS} python snippets/{snippet_name()}.py"
+        print(
+            f"note: numpy's OpenBLAS runs its {kernels} kernels here; the site's numbers come from its "
+            f"{SITE_KERNELS} kernels, which round some products differently, and numbers of training "
+            f"near the edge of stability can differ. The site's, bit for bit: {how}.",
+            file=sys.stderr,
+        )
     object.__setattr__(args, "_seed_read", False)  # argparse itself looked: only the run's reads count
     defaults = vars(argument_parser.parse_args([]))
     changed = sorted(k for k, v in vars(args).items() if k not in ("out", "seed") and v != defaults.get(k))
