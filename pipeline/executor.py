@@ -103,8 +103,8 @@ class Server:
 
         env = {
             **JAX_CACHE,
-            **blas.pinned_environment(),  # the same OpenBLAS kernels on every x86-64 machine
             **os.environ,
+            **blas.pinned_environment(),  # the same OpenBLAS kernels on every x86-64 machine
             **ONE_THREAD,
             **KEEP_HEAP,
             "PYTHONPATH": os.pathsep.join(kernel_path()),

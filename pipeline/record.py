@@ -49,7 +49,7 @@ def write(result: runner.Result, fresh: bool = False) -> Path:
     numbers = {}
     for key, entry in result.document["numbers"].items():
         old = recorded.get(key)
-        kept = old is not None and _close(entry["value"], old, entry["rtol"], entry["atol"])
+        kept = old is not None and close(entry["value"], old, entry["rtol"], entry["atol"])
         numbers[key] = old if kept else entry["value"]
     claims = {claim: entry["statement"] for claim, entry in result.document.get("claims", {}).items()}
     if claims:
@@ -69,7 +69,7 @@ def quoting_pages(snippet: str, key: str, docs: Path = DOCS) -> list[str]:
     ]
 
 
-def _close(new, old, rtol: float, atol: float) -> bool:
+def close(new, old, rtol: float, atol: float) -> bool:
     if isinstance(new, bool) or isinstance(old, bool) or (isinstance(new, int) and isinstance(old, int)):
         return new == old
     if new == old:  # equal, infinities included
@@ -100,7 +100,7 @@ def drift(document: dict, recorded: dict, docs: Path = DOCS, claims: dict | None
             problems.append(f"{name}.{key} = {entry['value']!r} is new: not recorded yet")
             continue
         new, old, rtol, atol = entry["value"], recorded[key], entry["rtol"], entry["atol"]
-        if not _close(new, old, rtol, atol):
+        if not close(new, old, rtol, atol):
             pages = ", ".join(quoting_pages(name, key, docs)) or "no chapter"
             problems.append(
                 f"{name}.{key} drifted: recorded {old!r}, now {new!r} "

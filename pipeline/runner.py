@@ -151,7 +151,7 @@ def cache_key(path: Path) -> str:
     OpenBLAS kernels the runs ask for (pipeline/blas.py)."""
     from pipeline import blas
 
-    digest = hashlib.sha256(f"{sys.version} {blas.wanted()}".encode())
+    digest = hashlib.sha256(f"{sys.version} {blas.cache_part()}".encode())
     library = sorted(LIBRARY.rglob("*.py"))
     if Path(path).resolve().parent == FRAMEWORKS.resolve():
         library += framework_modules()

@@ -16,7 +16,13 @@ needs_x86 = pytest.mark.skipif(not X86, reason="not an x86-64 CPU with AVX2 and 
     ("environ", "machine", "flags", "expected"),
     [
         ({}, "x86_64", {"avx2", "fma", "sse2"}, {"OPENBLAS_CORETYPE": "Haswell"}),
-        ({}, "AMD64", {"avx2", "fma"}, {"OPENBLAS_CORETYPE": "Haswell"}),
+        (
+            {"OPENBLAS_CORETYPE": ""},
+            "x86_64",
+            {"avx2", "fma"},
+            {"OPENBLAS_CORETYPE": "Haswell"},
+        ),  # empty: none
+        ({}, "AMD64", {"avx2", "fma"}, {}),  # Windows: no /proc/cpuinfo to read the flags from
         ({}, "x86_64", {"avx", "sse2"}, {}),  # no AVX2: the Haswell kernels would not run
         ({}, "aarch64", {"asimd"}, {}),
         ({"OPENBLAS_CORETYPE": "SkylakeX"}, "x86_64", {"avx2", "fma"}, {}),  # set already: it wins
@@ -28,23 +34,69 @@ def test_the_pin_depends_on_the_cpu_and_yields_to_the_environment(environ, machi
 
 @needs_x86
 def test_this_test_process_runs_the_pinned_kernels():
+    """conftest.py set the variable before numpy loaded (on a CPU whose own choice is Haswell
+    the kernels alone would not show a missing pin; the variable does)."""
+    import os
+
+    assert os.environ[blas.VARIABLE] == blas.PINNED
     assert blas.kernel() == blas.wanted() == blas.PINNED
 
 
 @needs_x86
 def test_a_kernel_asked_for_but_not_loaded_is_an_error(monkeypatch):
     blas.check()  # the one loaded is the one asked for
+    monkeypatch.setenv(blas.VARIABLE, "haswell")  # OpenBLAS ignores the case
+    blas.check()
+    monkeypatch.setenv(blas.VARIABLE, "Zen")  # OpenBLAS's name for the same kernels on AMD
+    blas.check()
     monkeypatch.setenv(blas.VARIABLE, "NoSuchCore")  # OpenBLAS would ignore it and pick its own
-    with pytest.raises(RuntimeError, match=r"NoSuchCore.*runs Haswell"):
+    with pytest.raises(RuntimeError, match=r"NoSuchCore, but numpy's OpenBLAS runs its Haswell"):
         blas.check()
+
+
+@needs_x86
+def test_a_server_whose_openblas_runs_other_kernels_starts_no_run(tmp_path, monkeypatch):
+    """The runner's server checks the kernels after importing numpy: a name OpenBLAS ignores
+    stops it before any run, with the reason on stderr."""
+    monkeypatch.setenv(blas.VARIABLE, "NoSuchCore")
+    folder = tmp_path / "out"
+    folder.mkdir()
+    server = executor.Server()
+    try:
+        error, _ = server.run("script", ROOT / "snippets" / "four_methods.py", folder)
+    finally:
+        server.close()
+    assert error is not None and "the snippet runner stopped" in error
+    assert not (folder / "numbers.json").exists()
+
+
+def test_pin_does_nothing_where_nothing_is_pinned(monkeypatch):
+    """numpy is loaded in this process: pinning again is a no-op, not an error, when the
+    variable is set already."""
+    monkeypatch.setenv(blas.VARIABLE, "SkylakeX")
+    blas.pin()
+    assert blas.VARIABLE in __import__("os").environ
 
 
 def test_the_kernel_asked_for_is_part_of_the_cache_key(monkeypatch):
     path = ROOT / "snippets" / "saturation.py"
     monkeypatch.setenv(blas.VARIABLE, "Haswell")
     haswell = runner.cache_key(path)
+    monkeypatch.setenv(blas.VARIABLE, "haswell")  # the same kernels: the same key
+    assert runner.cache_key(path) == haswell
     monkeypatch.setenv(blas.VARIABLE, "SkylakeX")
     assert runner.cache_key(path) != haswell
+
+
+def test_where_nothing_is_pinned_the_key_names_the_machine(monkeypatch):
+    """OpenBLAS's own choice follows the CPU, so a shared cache must not serve one machine's
+    results to another."""
+    monkeypatch.delenv(blas.VARIABLE, raising=False)
+    monkeypatch.setattr(blas, "pinned_environment", lambda *a, **k: {})
+    part = blas.cache_part()
+    assert __import__("platform").machine() in part
+    monkeypatch.setattr(blas, "_cpu_flags", lambda: {"avx2", "some_other_flag"})
+    assert blas.cache_part() != part
 
 
 @needs_x86
