@@ -14,6 +14,7 @@ has AVX-512, else Sandybridge (AVX without FMA). Prints a report; asserts nothin
 import argparse
 import functools
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -23,6 +24,25 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from pipeline import blas, macros, record, runner  # noqa: E402
+
+
+def shown_text(pages, results) -> dict:
+    """``(page, macro) -> text`` of every number and range the pages show from ``results``
+    (``{(name, args): Result}``), formatted as the build formats it."""
+    shown = {}
+    for page in pages:
+        for match in macros.MACRO.finditer(page.read_text(encoding="utf-8")):
+            kind, key, spec = (match["kind"] or "").strip(), match["key"], match["spec"]
+            run = (match["snippet"], tuple(shlex.split(match["args"] or "")))
+            numbers = getattr(results.get(run), "numbers", None)
+            if kind == "range" and numbers and f"{key}_min" in numbers:
+                text = macros.format_range(numbers[f"{key}_min"], numbers[f"{key}_max"], spec)
+            elif not kind and numbers and key in numbers:
+                text = macros.format_number(numbers[key], spec)
+            else:
+                continue  # a claim, a figure, or a run that failed
+            shown[(page.name, match.group(0))] = text
+    return shown
 
 
 def quoted_with_arguments() -> dict:
@@ -37,20 +57,9 @@ def quoted_with_arguments() -> dict:
     return quoted
 
 
-def with_seeds(requests, seeds) -> list:
-    """The requests on more seeds, as the tests run them: each run again with ``--seed S``."""
-    more = [
-        (path, (*args, "--seed", str(seed)))
-        for path, args in requests
-        if "--seed" not in args
-        for seed in seeds
-    ]
-    return requests + more
-
-
 def compare(label: str, outcome, reference, quoted_keys: set) -> tuple[list, list]:
     """The numbers of ``outcome`` outside their own tolerance of ``reference``'s, and the claims
-    whose statements changed: (quoted lines, other lines)."""
+    whose statements changed: (lines about what the pages quote, other lines)."""
     quoted, other = [], []
     for key, entry in outcome.document["numbers"].items():
         old = reference.numbers.get(key)
@@ -61,8 +70,17 @@ def compare(label: str, outcome, reference, quoted_keys: set) -> tuple[list, lis
             )
     for claim, entry in outcome.claims.items():
         if entry["statement"] != reference.claims.get(claim, {}).get("statement"):
-            quoted.append(f"{label}: claim {claim} now says {entry['statement']!r}")
+            line = f"{label}: claim {claim} now says {entry['statement']!r}"
+            (quoted if claim in quoted_keys else other).append(line)
     return quoted, other
+
+
+def run_all(requests, kernel: str, cache: Path | None = None) -> dict:
+    """Every request with ``OPENBLAS_CORETYPE=kernel`` (each server checks OpenBLAS runs it), or
+    with OpenBLAS's own choice for ``kernel=''``."""
+    os.environ.pop(blas.VARIABLE, None)
+    os.environ.update({blas.VARIABLE: kernel} if kernel else {})
+    return runner.run_many(requests, **({"cache": cache} if cache else {}), progress=False)
 
 
 def main(argv: list[str]) -> int:
@@ -72,38 +90,53 @@ def main(argv: list[str]) -> int:
     options = parser.parse_args(argv)
     seeds = [int(seed) for seed in options.seeds.split(",") if seed]
     kernel = options.kernel or ("SkylakeX" if "avx512f" in blas._cpu_flags() else "Sandybridge")
-    requests, answers = with_seeds(runner.build_requests(), seeds), quoted_with_arguments()
-    reference = runner.run_many(requests, progress=False)  # the site's kernels, in the usual cache
-    os.environ[blas.VARIABLE] = kernel  # before the next servers start: each checks OpenBLAS loaded it
+    site = runner.build_requests()  # what the pages show
+    seed_runs = [(p, (*a, "--seed", str(s))) for p, a in site if "--seed" not in a for s in seeds]
+    seed_runs = [run for run in seed_runs if run not in site]
+    requests, answers = site + seed_runs, quoted_with_arguments()
+    pages = sorted((ROOT / "docs").rglob("*.md"))
+    site_kernels = blas.pinned_environment(environ={}).get(blas.VARIABLE, "")  # '' where none is pinned
+    reference = run_all(requests, site_kernels)  # the site's kernels, in the usual cache
     running = subprocess.run(
         [sys.executable, "-c", "from pipeline import blas; print(blas.kernel())"],
-        cwd=ROOT, capture_output=True, text=True, check=True,
+        cwd=ROOT, env={**os.environ, blas.VARIABLE: kernel}, capture_output=True, text=True, check=True,
     ).stdout.strip()  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="kernels-") as cache:
-        outcomes = runner.run_many(requests, cache=Path(cache), progress=False)
+        outcomes = run_all(requests, kernel, Path(cache))
         moved, quoted, failed = [], [], []
         for (name, args), outcome in sorted(outcomes.items()):
             label = f"{name} {' '.join(args)}".strip()
-            if isinstance(outcome, runner.SnippetError):
-                failed.append(f"{label}: {str(outcome).splitlines()[0]}")
+            for which, result in (("", outcome), (f" (on {blas.PINNED})", reference[(name, args)])):
+                if isinstance(result, runner.SnippetError):
+                    failed.append(f"{label}{which}: {str(result).splitlines()[0]}")
+            if any(isinstance(r, runner.SnippetError) for r in (outcome, reference[(name, args)])):
                 continue
             # the checks the build and the tests make: a site run's own claims, an answer's quoted ones
-            site_args = tuple(args[:-2]) if args[-2:-1] == ("--seed",) and seeds else args
-            answer = answers.get((name, site_args), set())
-            checked = answer if site_args else {c for c, e in outcome.claims.items() if not e.get("answer")}
+            shown = (runner.snippet_path(name), args) in site
+            answer_args = args if shown else args[:-2]
+            checked = answers.get((name, answer_args), set()) if answer_args else None
+            if checked is None:
+                checked = {c for c, e in outcome.claims.items() if not e.get("answer")}
             failed += [
                 f"{label}: claim {c} fails"
                 for c, e in outcome.claims.items()
                 if c in checked and not e["holds"]
             ]
-            on_page = set() if site_args != args else (answer if args else quoted_keys(name))
+            on_page = (answers.get((name, args), set()) if args else quoted_keys(name)) if shown else set()
             more_quoted, more = compare(label, outcome, reference[(name, args)], on_page)
             quoted += more_quoted
             moved += more
+        before, after = shown_text(pages, reference), shown_text(pages, outcomes)
+        changed = [where for where in sorted(before) if before[where] != after.get(where)]
+        text = [
+            f"{page}: {macro}: {before[(page, macro)]} -> {after.get((page, macro))}"
+            for page, macro in changed
+        ]
     print(f"OpenBLAS kernels {kernel} (numpy's OpenBLAS runs {running}) against the site's {blas.PINNED}:")
     print(f"{len(outcomes)} runs: the build's" + (f", and each on seeds {seeds}" if seeds else ""))
     print(f"\nclaims that fail or runs that fail ({len(failed)}):", *failed, sep="\n  ")
-    print(f"\nnumbers the pages show, outside their tolerance ({len(quoted)}):", *quoted, sep="\n  ")
+    print(f"\nnumbers the pages quote, outside their tolerance ({len(quoted)}):", *quoted, sep="\n  ")
+    print(f"\ntext the pages show that changes ({len(text)}):", *text, sep="\n  ")
     print(f"\nother numbers outside their tolerance ({len(moved)}):", *moved, sep="\n  ")
     return 0
 

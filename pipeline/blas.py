@@ -22,6 +22,7 @@ No numpy import here: the variable counts only if it is set before numpy loads O
 import functools
 import os
 import platform
+import subprocess
 import sys
 from pathlib import Path
 
@@ -61,10 +62,22 @@ def wanted() -> str:
 
 
 def cache_part() -> str:
-    """What the snippet cache key holds about the kernels: the name asked for (OpenBLAS ignores
-    its case), or, when nothing is asked, the machine and its CPU's features, which then decide."""
-    asked = wanted().lower()
-    return asked or f"{platform.system()} {platform.machine()} {' '.join(sorted(_cpu_flags()))}"
+    """What the snippet cache key holds about the arithmetic: the kernels asked for (OpenBLAS
+    ignores the name's case) or, when none are asked for, the ones OpenBLAS picked here; and the
+    CPU features numpy's own vectorized loops dispatch on (exp, log, ... round differently in the
+    last bits with AVX-512 than with AVX2). A cache shared between machines then never serves
+    one machine's numbers to another."""
+    return f"{wanted().lower() or f'auto {kernel()}'} {_numpy_features()}"
+
+
+@functools.cache
+def _numpy_features() -> str:
+    import numpy
+
+    features = getattr(numpy._core._multiarray_umath, "__cpu_features__", {})
+    return f"{platform.machine()} numpy {numpy.__version__} " + ",".join(
+        sorted(f for f, on in features.items() if on)
+    )
 
 
 def pin() -> None:
@@ -89,18 +102,23 @@ def kernel() -> str | None:
     return openblas_kernels()
 
 
-# names OpenBLAS accepts for kernels it reports under another name (measured with numpy 2.4's)
-ALIASES = {"zen": "haswell", "cooperlake": "skylakex", "sapphirerapids": "skylakex", "zen4": "skylakex"}
-
-
 def check() -> None:
-    """Raise if numpy's OpenBLAS does not run the kernels asked for: OpenBLAS ignores a name it
-    does not know, or kernels this CPU cannot run, and picks its own without a word."""
+    """Raise if numpy's OpenBLAS does not run the kernels asked for: the pinned ones must be what
+    it reports; another name must be one OpenBLAS knows (it reports some under another name, Zen
+    as Haswell, and ignores one it does not know without a word unless OPENBLAS_VERBOSE is set,
+    which a fresh interpreter here sets to ask)."""
     asked, running = wanted(), kernel()
     if not asked or running is None:
         return
-    if running.lower() != ALIASES.get(asked.lower(), asked.lower()):
+    if asked.lower() == PINNED.lower():
+        if running != PINNED:
+            raise RuntimeError(f"{VARIABLE}={asked}, but numpy's OpenBLAS runs its {running} kernels")
+        return
+    said = subprocess.run(
+        [sys.executable, "-c", "import numpy"],
+        env={**os.environ, "OPENBLAS_VERBOSE": "1"}, capture_output=True, text=True, check=False,
+    ).stderr  # fmt: skip
+    if "Core not found" in said:
         raise RuntimeError(
-            f"{VARIABLE}={asked}, but numpy's OpenBLAS runs its {running} kernels: OpenBLAS ignores "
-            f"a name it does not know, or kernels this CPU cannot run"
+            f"{VARIABLE}={asked}: OpenBLAS does not know the name and runs its {running} kernels"
         )

@@ -104,7 +104,7 @@ class Server:
         env = {
             **JAX_CACHE,
             **os.environ,
-            **blas.pinned_environment(),  # the same OpenBLAS kernels on every x86-64 machine
+            **blas.pinned_environment(),  # the site's OpenBLAS kernels (Linux x86-64 with AVX2)
             **ONE_THREAD,
             **KEEP_HEAP,
             "PYTHONPATH": os.pathsep.join(kernel_path()),

@@ -1,5 +1,5 @@
-"""pipeline/blas.py: the runs and the tests compute on the same OpenBLAS kernels on every x86-64
-machine, and a kernel asked for but not loaded stops the runs."""
+"""pipeline/blas.py: the runs and the tests compute on the same OpenBLAS kernels on every Linux
+x86-64 machine with AVX2, and kernels asked for but not loaded stop the runs."""
 
 import json
 
@@ -47,10 +47,11 @@ def test_a_kernel_asked_for_but_not_loaded_is_an_error(monkeypatch):
     blas.check()  # the one loaded is the one asked for
     monkeypatch.setenv(blas.VARIABLE, "haswell")  # OpenBLAS ignores the case
     blas.check()
-    monkeypatch.setenv(blas.VARIABLE, "Zen")  # OpenBLAS's name for the same kernels on AMD
-    blas.check()
+    for known in ("Zen", "Excavator"):  # names OpenBLAS knows and reports as Haswell, Sandybridge
+        monkeypatch.setenv(blas.VARIABLE, known)
+        blas.check()
     monkeypatch.setenv(blas.VARIABLE, "NoSuchCore")  # OpenBLAS would ignore it and pick its own
-    with pytest.raises(RuntimeError, match=r"NoSuchCore, but numpy's OpenBLAS runs its Haswell"):
+    with pytest.raises(RuntimeError, match=r"NoSuchCore: OpenBLAS does not know the name"):
         blas.check()
 
 
@@ -71,11 +72,17 @@ def test_a_server_whose_openblas_runs_other_kernels_starts_no_run(tmp_path, monk
 
 
 def test_pin_does_nothing_where_nothing_is_pinned(monkeypatch):
-    """numpy is loaded in this process: pinning again is a no-op, not an error, when the
-    variable is set already."""
+    """numpy is loaded in this process: pinning again is a no-op, not an error, where there is
+    nothing to pin (the variable set already; another architecture)."""
+    import os
+
     monkeypatch.setenv(blas.VARIABLE, "SkylakeX")
     blas.pin()
-    assert blas.VARIABLE in __import__("os").environ
+    assert os.environ[blas.VARIABLE] == "SkylakeX"
+    monkeypatch.delenv(blas.VARIABLE)
+    monkeypatch.setattr(blas.platform, "machine", lambda: "aarch64")
+    blas.pin()
+    assert blas.VARIABLE not in os.environ
 
 
 def test_the_kernel_asked_for_is_part_of_the_cache_key(monkeypatch):
@@ -88,14 +95,19 @@ def test_the_kernel_asked_for_is_part_of_the_cache_key(monkeypatch):
     assert runner.cache_key(path) != haswell
 
 
-def test_where_nothing_is_pinned_the_key_names_the_machine(monkeypatch):
-    """OpenBLAS's own choice follows the CPU, so a shared cache must not serve one machine's
-    results to another."""
+def test_the_key_names_what_decides_the_rounding(monkeypatch):
+    """Where nothing is pinned, the kernels OpenBLAS picked; always, the CPU features numpy's own
+    loops dispatch on: a shared cache must not serve one machine's results to another."""
+    import numpy as np
+
     monkeypatch.delenv(blas.VARIABLE, raising=False)
     monkeypatch.setattr(blas, "pinned_environment", lambda *a, **k: {})
     part = blas.cache_part()
-    assert __import__("platform").machine() in part
-    monkeypatch.setattr(blas, "_cpu_flags", lambda: {"avx2", "some_other_flag"})
+    assert (
+        f"auto {blas.kernel()}" in part
+        and ("AVX2" in part) == np._core._multiarray_umath.__cpu_features__["AVX2"]
+    )
+    monkeypatch.setattr(blas, "kernel", lambda: "SomeOtherKernels")
     assert blas.cache_part() != part
 
 
@@ -106,9 +118,10 @@ def test_the_runners_children_run_the_pinned_kernels(tmp_path, monkeypatch):
     monkeypatch.delenv(blas.VARIABLE)
     script = tmp_path / "which_kernel.py"
     script.write_text(
-        "import json, sys\nfrom pathlib import Path\nfrom pipeline import blas\n"
+        "import json, os, sys\nfrom pathlib import Path\nfrom pipeline import blas\n"
         "out = Path(sys.argv[sys.argv.index('--out') + 1])\n"
-        "(out / 'numbers.json').write_text(json.dumps({'kernel': blas.kernel()}))\n",
+        "seen = {'kernel': blas.kernel(), 'asked': os.environ.get(blas.VARIABLE)}\n"
+        "(out / 'numbers.json').write_text(json.dumps(seen))\n",
         encoding="utf-8",
     )
     folder = tmp_path / "out"
@@ -119,7 +132,8 @@ def test_the_runners_children_run_the_pinned_kernels(tmp_path, monkeypatch):
     finally:
         server.close()
     assert error is None
-    assert json.loads((folder / "numbers.json").read_text())["kernel"] == blas.PINNED
+    seen = json.loads((folder / "numbers.json").read_text())
+    assert seen == {"kernel": blas.PINNED, "asked": blas.PINNED}  # asked: a CPU may pick Haswell itself
 
 
 @needs_x86

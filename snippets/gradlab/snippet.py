@@ -174,8 +174,9 @@ def parse(argument_parser: argparse.ArgumentParser):
             how = f"OPENBLAS_CORETYPE={SITE_KERNELS} python snippets/{snippet_name()}.py"
         print(
             f"note: numpy's OpenBLAS runs its {kernels} kernels here; the site's numbers come from its "
-            f"{SITE_KERNELS} kernels, which round some products differently, and a few numbers of long "
-            f"training runs can differ. The site's numbers, to their recorded tolerances: {how}.",
+            f"{SITE_KERNELS} kernels, which round some products differently: numbers at the level of "
+            f"rounding and a few results of long training runs can differ. The site's numbers, to "
+            f"their recorded tolerances: {how}.",
             file=sys.stderr,
         )
     object.__setattr__(args, "_seed_read", False)  # argparse itself looked: only the run's reads count
