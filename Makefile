@@ -36,7 +36,7 @@ check: $(VENV)/.dev  ## one chapter, fast: make check NAME=dying_relu (lint, run
 	$(BIN)/python -m pipeline.check $(NAME)
 
 kernels: $(VENV)/.dev  ## which numbers and claims move on other OpenBLAS kernels: make kernels [KERNEL=SkylakeX] [SEEDS=1,2]
-	$(BIN)/python benchmarks/kernels.py $(KERNEL) $(if $(SEEDS),--seeds $(SEEDS))
+	$(BIN)/python benchmarks/kernels.py $(KERNEL) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(CHECK),--check)
 
 record: $(VENV)/.site  ## re-run the snippets and re-record their numbers: make record [NAME=x] [FRESH=1] (then git diff)
 	$(BIN)/python -m pipeline.record $(if $(FRESH),--fresh) $(NAME)

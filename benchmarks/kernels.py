@@ -8,7 +8,8 @@ do) twice: on the site's kernels (the usual cache) and with ``OPENBLAS_CORETYPE=
 temporary cache). It lists the runs and claims that fail where the build and the tests check
 them (a site run's own claims, the claims an answer quotes), and every number outside its own
 tolerance of the site's, the ones the pages show first. Default kernel: SkylakeX where the CPU
-has AVX-512, else Sandybridge (AVX without FMA). Prints a report; asserts nothing.
+has AVX-512, else Sandybridge (AVX without FMA). Prints a report; with ``--check`` (CI) its exit
+status is 1 if a run or a claim fails on the other kernels.
 """
 
 import argparse
@@ -85,8 +86,13 @@ def run_all(requests, kernel: str, cache: Path | None = None) -> dict:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("kernel", nargs="?", help="OpenBLAS's name for the kernels (default: see above)")
+    parser.add_argument(
+        "kernel",
+        nargs="?",
+        help="OpenBLAS's name for the kernels (default: SkylakeX with AVX-512, else Sandybridge)",
+    )
     parser.add_argument("--seeds", default="", help="also these seeds, as the tests run them: --seeds 1,2")
+    parser.add_argument("--check", action="store_true", help="exit with status 1 if a run or a claim fails")
     options = parser.parse_args(argv)
     seeds = [int(seed) for seed in options.seeds.split(",") if seed]
     kernel = options.kernel or ("SkylakeX" if "avx512f" in blas._cpu_flags() else "Sandybridge")
@@ -138,7 +144,7 @@ def main(argv: list[str]) -> int:
     print(f"\nnumbers the pages quote, outside their tolerance ({len(quoted)}):", *quoted, sep="\n  ")
     print(f"\ntext the pages show that changes ({len(text)}):", *text, sep="\n  ")
     print(f"\nother numbers outside their tolerance ({len(moved)}):", *moved, sep="\n  ")
-    return 0
+    return 1 if options.check and failed else 0
 
 
 @functools.cache
