@@ -156,3 +156,11 @@ def test_a_readers_run_says_when_its_kernels_are_not_the_sites(kernels, tmp_path
     else:
         assert len(notes) == 1 and f"runs its {kernels} kernels" in notes[0]
         assert "OPENBLAS_CORETYPE=Haswell python snippets/four_methods.py" in notes[0]
+
+
+def test_the_note_on_a_cpu_that_cannot_run_the_sites_kernels_gives_no_command():
+    from gradlab import snippet
+
+    assert "OPENBLAS_CORETYPE=Haswell python snippets/" in snippet.kernels_note("SkylakeX", runnable=True)
+    note = snippet.kernels_note("Sandybridge", runnable=False)
+    assert "cannot run the Haswell kernels" in note and "OPENBLAS_CORETYPE" not in note

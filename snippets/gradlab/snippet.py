@@ -160,6 +160,29 @@ class Arguments(argparse.Namespace):
             return False
 
 
+def can_run_site_kernels() -> bool:
+    """Whether this CPU has what OpenBLAS's Haswell kernels use (AVX2 and FMA), by numpy's probe."""
+    import numpy
+
+    features = getattr(numpy._core._multiarray_umath, "__cpu_features__", {})
+    return bool(features.get("AVX2") and features.get("FMA3"))
+
+
+def kernels_note(kernels: str, runnable: bool) -> str:
+    """The line a reader's run prints when numpy's OpenBLAS runs other kernels than the site's."""
+    note = (
+        f"note: numpy's OpenBLAS runs its {kernels} kernels here; the site's numbers come from its "
+        f"{SITE_KERNELS} kernels, which round some products differently: numbers at the level of "
+        f"rounding and a few results of long training runs can differ."
+    )
+    if not runnable:
+        return f"{note} This CPU cannot run the {SITE_KERNELS} kernels (they need AVX2 and FMA)."
+    how = "`%env OPENBLAS_CORETYPE=" + SITE_KERNELS + "` in a fresh kernel, before numpy loads"
+    if not in_kernel():
+        how = f"OPENBLAS_CORETYPE={SITE_KERNELS} python snippets/{snippet_name()}.py"
+    return f"{note} The site's numbers, to their recorded tolerances: {how}."
+
+
 def parse(argument_parser: argparse.ArgumentParser):
     """Parse the snippet's arguments and return ``(args, results)``."""
     if NAME_ENV in os.environ or in_kernel():  # the runner's kernel, or a downloaded notebook
@@ -169,16 +192,7 @@ def parse(argument_parser: argparse.ArgumentParser):
     args = argument_parser.parse_args(argv, namespace=Arguments())
     kernels = None if NAME_ENV in os.environ or platform.machine() != "x86_64" else openblas_kernels()
     if kernels not in (None, SITE_KERNELS):  # a reader's run: say why a few numbers may differ
-        how = "`%env OPENBLAS_CORETYPE=" + SITE_KERNELS + "` in a fresh kernel, before numpy loads"
-        if not in_kernel():
-            how = f"OPENBLAS_CORETYPE={SITE_KERNELS} python snippets/{snippet_name()}.py"
-        print(
-            f"note: numpy's OpenBLAS runs its {kernels} kernels here; the site's numbers come from its "
-            f"{SITE_KERNELS} kernels, which round some products differently: numbers at the level of "
-            f"rounding and a few results of long training runs can differ. The site's numbers, to "
-            f"their recorded tolerances: {how}.",
-            file=sys.stderr,
-        )
+        print(kernels_note(kernels, can_run_site_kernels()), file=sys.stderr)
     object.__setattr__(args, "_seed_read", False)  # argparse itself looked: only the run's reads count
     defaults = vars(argument_parser.parse_args([]))
     changed = sorted(k for k, v in vars(args).items() if k not in ("out", "seed") and v != defaults.get(k))
