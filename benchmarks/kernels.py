@@ -13,9 +13,7 @@ status is 1 if a run or a claim fails on the other kernels.
 """
 
 import argparse
-import functools
 import os
-import shlex
 import subprocess
 import sys
 import tempfile
@@ -28,33 +26,26 @@ from pipeline import blas, macros, record, runner  # noqa: E402
 
 
 def shown_text(pages, results) -> dict:
-    """``(page, macro) -> text`` of every number and range the pages show from ``results``
-    (``{(name, args): Result}``), formatted as the build formats it."""
+    """``(page, macro) -> text`` of every number, range and claim the pages show from
+    ``results`` (``{(name, args): Result}``), as the build writes it (figures left out)."""
+    table = {(name, args) if args else name: result for (name, args), result in results.items()}
     shown = {}
     for page in pages:
         for match in macros.MACRO.finditer(page.read_text(encoding="utf-8")):
-            kind, key, spec = (match["kind"] or "").strip(), match["key"], match["spec"]
-            run = (match["snippet"], tuple(shlex.split(match["args"] or "")))
-            numbers = getattr(results.get(run), "numbers", None)
-            if kind == "range" and numbers and f"{key}_min" in numbers:
-                text = macros.format_range(numbers[f"{key}_min"], numbers[f"{key}_max"], spec)
-            elif not kind and numbers and key in numbers:
-                text = macros.format_number(numbers[key], spec)
-            else:
-                continue  # a claim, a figure, or a run that failed
-            shown[(page.name, match.group(0))] = text
+            if (match["kind"] or "").strip() in ("", "range"):
+                try:
+                    shown[(page.name, match.group(0))] = macros.substitute(match.group(0), table, page.name)
+                except (macros.MacroError, AttributeError):  # a run that failed
+                    pass
     return shown
 
 
-def quoted_with_arguments() -> dict:
-    """``(name, args) -> {key, ...}``: what the pages quote from runs with arguments (the answers)."""
+def quoted_on_pages() -> dict:
+    """``(name, args) -> {key, ...}``: the numbers and claims the pages quote from each run."""
     quoted: dict = {}
     for page in sorted((ROOT / "docs").rglob("*.md")):
-        for match in macros.MACRO.finditer(page.read_text(encoding="utf-8")):
-            kind, key = match["kind"] or "", match["key"]
-            if (match["args"] or "").strip() and (not kind or kind.startswith("range")):
-                keys = {f"{key}_min", f"{key}_max"} if kind else {key}
-                quoted.setdefault(macros.run_key(match["snippet"], match["args"]), set()).update(keys)
+        for run, key in macros.quoted_by_run(page.read_text(encoding="utf-8")):
+            quoted.setdefault(run, set()).add(key)
     return quoted
 
 
@@ -95,11 +86,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--check", action="store_true", help="exit with status 1 if a run or a claim fails")
     options = parser.parse_args(argv)
     seeds = [int(seed) for seed in options.seeds.split(",") if seed]
-    kernel = options.kernel or ("SkylakeX" if "avx512f" in blas._cpu_flags() else "Sandybridge")
+    kernel = options.kernel or ("SkylakeX" if "avx512f" in blas.cpu_flags() else "Sandybridge")
     site = runner.build_requests()  # what the pages show
     seed_runs = [(p, (*a, "--seed", str(s))) for p, a in site if "--seed" not in a for s in seeds]
     seed_runs = [run for run in seed_runs if run not in site]
-    requests, answers = site + seed_runs, quoted_with_arguments()
+    requests, quoted = site + seed_runs, quoted_on_pages()
     pages = sorted((ROOT / "docs").rglob("*.md"))
     site_kernels = blas.pinned_environment(environ={}).get(blas.VARIABLE, "")  # '' where none is pinned
     reference = run_all(requests, site_kernels)  # the site's kernels, in the usual cache
@@ -109,7 +100,7 @@ def main(argv: list[str]) -> int:
     ).stdout.strip()  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="kernels-") as cache:
         outcomes = run_all(requests, kernel, Path(cache))
-        moved, quoted, failed = [], [], []
+        moved, beyond, failed = [], [], []
         for (name, args), outcome in sorted(outcomes.items()):
             label = f"{name} {' '.join(args)}".strip()
             for which, result in (("", outcome), (f" (on {blas.PINNED})", reference[(name, args)])):
@@ -120,7 +111,7 @@ def main(argv: list[str]) -> int:
             # the checks the build and the tests make: a site run's own claims, an answer's quoted ones
             shown = (runner.snippet_path(name), args) in site
             answer_args = args if shown else args[:-2]
-            checked = answers.get((name, answer_args), set()) if answer_args else None
+            checked = quoted.get((name, answer_args), set()) if answer_args else None
             if checked is None:
                 checked = {c for c, e in outcome.claims.items() if not e.get("answer")}
             failed += [
@@ -128,9 +119,9 @@ def main(argv: list[str]) -> int:
                 for c, e in outcome.claims.items()
                 if c in checked and not e["holds"]
             ]
-            on_page = (answers.get((name, args), set()) if args else quoted_keys(name)) if shown else set()
+            on_page = quoted.get((name, args), set()) if shown else set()
             more_quoted, more = compare(label, outcome, reference[(name, args)], on_page)
-            quoted += more_quoted
+            beyond += more_quoted
             moved += more
         before, after = shown_text(pages, reference), shown_text(pages, outcomes)
         changed = [where for where in sorted(before) if before[where] != after.get(where)]
@@ -141,21 +132,10 @@ def main(argv: list[str]) -> int:
     print(f"OpenBLAS kernels {kernel} (numpy's OpenBLAS runs {running}) against the site's {blas.PINNED}:")
     print(f"{len(outcomes)} runs: the build's" + (f", and each on seeds {seeds}" if seeds else ""))
     print(f"\nclaims that fail or runs that fail ({len(failed)}):", *failed, sep="\n  ")
-    print(f"\nnumbers the pages quote, outside their tolerance ({len(quoted)}):", *quoted, sep="\n  ")
+    print(f"\nnumbers the pages quote, outside their tolerance ({len(beyond)}):", *beyond, sep="\n  ")
     print(f"\ntext the pages show that changes ({len(text)}):", *text, sep="\n  ")
     print(f"\nother numbers outside their tolerance ({len(moved)}):", *moved, sep="\n  ")
     return 1 if options.check and failed else 0
-
-
-@functools.cache
-def quoted_keys(name: str) -> set:
-    """The keys of a snippet's site run that the pages quote."""
-    found = set()
-    for page in sorted((ROOT / "docs").rglob("*.md")):
-        found |= {
-            key for snippet, key in macros.quoted_keys(page.read_text(encoding="utf-8")) if snippet == name
-        }
-    return found
 
 
 if __name__ == "__main__":

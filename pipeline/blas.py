@@ -32,7 +32,8 @@ NEEDS = {"avx2", "fma"}  # the Haswell kernels' instructions
 
 
 @functools.cache
-def _cpu_flags() -> set[str]:
+def cpu_flags() -> set[str]:
+    """The CPU's flags as Linux lists them in /proc/cpuinfo (empty elsewhere)."""
     try:
         text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
     except OSError:
@@ -41,7 +42,7 @@ def _cpu_flags() -> set[str]:
     return set(line.partition(":")[2].split())
 
 
-def pinned_environment(environ=None, machine: str | None = None, cpu_flags: set[str] | None = None) -> dict:
+def pinned_environment(environ=None, machine: str | None = None, flags: set[str] | None = None) -> dict:
     """What to add to a process's environment, after its own variables and before numpy loads,
     so that OpenBLAS runs its Haswell kernels: ``{"OPENBLAS_CORETYPE": "Haswell"}``, or ``{}``
     when the variable has a value already or the CPU cannot run them (not x86-64, or no AVX2 and
@@ -51,7 +52,7 @@ def pinned_environment(environ=None, machine: str | None = None, cpu_flags: set[
         return {}
     if (machine or platform.machine()).lower() != "x86_64":
         return {}
-    if not NEEDS <= (_cpu_flags() if cpu_flags is None else cpu_flags):
+    if not NEEDS <= (cpu_flags() if flags is None else flags):
         return {}
     return {VARIABLE: PINNED}
 
@@ -74,10 +75,16 @@ def cache_part() -> str:
 def _numpy_features() -> str:
     import numpy
 
-    features = getattr(numpy._core._multiarray_umath, "__cpu_features__", {})
-    return f"{platform.machine()} numpy {numpy.__version__} " + ",".join(
-        sorted(f for f, on in features.items() if on)
-    )
+    _snippets_on_path()
+    from gradlab.snippet import cpu_features
+
+    return f"{platform.machine()} numpy {numpy.__version__} " + ",".join(sorted(cpu_features()))
+
+
+def _snippets_on_path() -> None:
+    snippets = str(Path(__file__).resolve().parents[1] / "snippets")
+    if snippets not in sys.path:
+        sys.path.append(snippets)
 
 
 def pin() -> None:
@@ -94,9 +101,7 @@ def pin() -> None:
 def kernel() -> str | None:
     """The kernel set the loaded numpy's OpenBLAS runs (``'Haswell'``, ``'SkylakeX'``...), or None
     when numpy's BLAS is not a bundled OpenBLAS found on Linux. Imports numpy."""
-    snippets = str(Path(__file__).resolve().parents[1] / "snippets")
-    if snippets not in sys.path:
-        sys.path.append(snippets)
+    _snippets_on_path()
     from gradlab.snippet import openblas_kernels
 
     return openblas_kernels()

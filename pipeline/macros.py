@@ -281,19 +281,25 @@ def substitute(markdown: str, results: dict, page: str) -> str:
     return MACRO.sub(replace_in_place, markdown).replace("\\{{", "{{")
 
 
-def quoted_keys(markdown: str) -> set[tuple[str, str]]:
-    """Every ``(snippet, key)`` a page quotes as a number or claim (figures excluded); a range
-    quotes ``key_min`` and ``key_max``."""
+def quoted_by_run(markdown: str) -> set[tuple[tuple[str, tuple[str, ...]], str]]:
+    """Every ``((snippet, args), key)`` a page quotes as a number or claim (figures excluded),
+    ``args`` ``()`` for the site's run; a range quotes ``key_min`` and ``key_max``."""
+    import shlex
+
     keys = set()
     for match in MACRO.finditer(markdown):
-        kind, snippet, key = match["kind"], match["snippet"], match["key"]
-        if match["args"] and match["args"].strip():
-            continue  # a run with arguments: not the recorded run
+        kind, key = match["kind"], match["key"]
+        run = (match["snippet"], tuple(shlex.split(match["args"] or "")))
         if not kind:
-            keys.add((snippet, key))
+            keys.add((run, key))
         elif kind.startswith("range"):
-            keys |= {(snippet, f"{key}_min"), (snippet, f"{key}_max")}
+            keys |= {(run, f"{key}_min"), (run, f"{key}_max")}
     return keys
+
+
+def quoted_keys(markdown: str) -> set[tuple[str, str]]:
+    """Every ``(snippet, key)`` a page quotes from a snippet's site run (not a run with arguments)."""
+    return {(snippet, key) for (snippet, args), key in quoted_by_run(markdown) if not args}
 
 
 def run_with_arguments(runs) -> dict:

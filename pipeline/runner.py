@@ -35,8 +35,12 @@ SNIPPETS = ROOT / "snippets"
 LIBRARY = SNIPPETS / "gradlab"
 FRAMEWORKS = SNIPPETS / "frameworks"  # PyTorch and JAX scripts, and modules they import
 CACHE = ROOT / ".cache" / "snippets"
-HASHED_FILES = [ROOT / "requirements.txt", Path(__file__).resolve(), ROOT / "pipeline" / "executor.py"]
-HASHED_FILES += [ROOT / "pipeline" / "blas.py"]
+HASHED_FILES = [
+    ROOT / "requirements.txt",
+    Path(__file__).resolve(),
+    ROOT / "pipeline" / "executor.py",
+    ROOT / "pipeline" / "blas.py",
+]
 TIMEOUT_SECONDS = 300  # a snippet's limit; a line "# timeout: N" in the snippet sets its own
 TIMEOUT_LINE = re.compile(r"^# timeout: (\d+)\s*$", re.M)
 RUN_SECONDS = "run-seconds"  # in a result's folder: how long the run took

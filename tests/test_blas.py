@@ -29,7 +29,7 @@ needs_x86 = pytest.mark.skipif(not X86, reason="not an x86-64 CPU with AVX2 and 
     ],
 )
 def test_the_pin_depends_on_the_cpu_and_yields_to_the_environment(environ, machine, flags, expected):
-    assert blas.pinned_environment(environ=environ, machine=machine, cpu_flags=flags) == expected
+    assert blas.pinned_environment(environ=environ, machine=machine, flags=flags) == expected
 
 
 @needs_x86
@@ -164,3 +164,10 @@ def test_the_note_on_a_cpu_that_cannot_run_the_sites_kernels_gives_no_command():
     assert "OPENBLAS_CORETYPE=Haswell python snippets/" in snippet.kernels_note("SkylakeX", runnable=True)
     note = snippet.kernels_note("Sandybridge", runnable=False)
     assert "cannot run the Haswell kernels" in note and "OPENBLAS_CORETYPE" not in note
+
+
+def test_the_note_names_the_kernels_the_build_pins():
+    """gradlab (numpy and matplotlib only) cannot import pipeline: the name is written twice."""
+    from gradlab import snippet
+
+    assert snippet.SITE_KERNELS == blas.PINNED

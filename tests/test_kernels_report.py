@@ -29,8 +29,7 @@ def fake_runs(monkeypatch):
     monkeypatch.setenv(blas.VARIABLE, blas.PINNED)  # restored after the test (run_all sets it)
     request = (runner.snippet_path("four_methods"), ())
     monkeypatch.setattr(kernels.runner, "build_requests", lambda: [request])
-    monkeypatch.setattr(kernels, "quoted_keys", lambda name: {"shown"})
-    monkeypatch.setattr(kernels, "quoted_with_arguments", dict)
+    monkeypatch.setattr(kernels, "quoted_on_pages", lambda: {("four_methods", ()): {"shown"}})
     monkeypatch.setattr(
         kernels.subprocess, "run", lambda *a, **k: types.SimpleNamespace(stdout="Sandybridge\n")
     )

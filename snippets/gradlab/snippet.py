@@ -160,12 +160,16 @@ class Arguments(argparse.Namespace):
             return False
 
 
-def can_run_site_kernels() -> bool:
-    """Whether this CPU has what OpenBLAS's Haswell kernels use (AVX2 and FMA), by numpy's probe."""
+def cpu_features() -> set[str]:
+    """The CPU features numpy's own probe found (``'AVX2'``, ``'FMA3'``, ``'AVX512F'``...)."""
     import numpy
 
-    features = getattr(numpy._core._multiarray_umath, "__cpu_features__", {})
-    return bool(features.get("AVX2") and features.get("FMA3"))
+    return {f for f, on in getattr(numpy._core._multiarray_umath, "__cpu_features__", {}).items() if on}
+
+
+def can_run_site_kernels() -> bool:
+    """Whether this CPU has what OpenBLAS's Haswell kernels use (AVX2 and FMA), by numpy's probe."""
+    return {"AVX2", "FMA3"} <= cpu_features()
 
 
 def kernels_note(kernels: str, runnable: bool) -> str:
