@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
+from hypothesis import settings
 
 from pipeline import runner, scaffold
 
@@ -96,6 +97,17 @@ def test_the_test_workflow_runs_make_test_on_pull_requests():
     assert python["with"]["cache-dependency-path"] == "requirements*.txt"
     runs = "\n".join(s.get("run", "") for s in steps)
     assert "sudo apt-get install -y chromium-headless-shell" in runs and "make test" in runs
+
+
+def test_make_test_tries_the_same_hypothesis_examples_on_every_run():
+    """Derandomized, with no example database: a run cannot fail at random or on what an earlier
+    run saved. `make fuzz` (and the weekly workflow) explores new seeds."""
+    assert settings.get_current_profile_name() == "site"
+    assert settings.default.derandomize and settings.default.database is None
+    fuzz = scaffold.load_yaml((ROOT / ".github" / "workflows" / "fuzz.yml").read_text("utf-8"))
+    assert "schedule" in fuzz[True] and "make fuzz" in fuzz["jobs"]["fuzz"]["steps"][-1]["run"]
+    make = (ROOT / "Makefile").read_text(encoding="utf-8").split("\nfuzz:")[1].split("\n\n")[0]
+    assert "--hypothesis-profile=explore" in make and "--hypothesis-seed=" in make
 
 
 def test_the_deploy_workflow_builds_strictly_and_publishes_pages_from_main():

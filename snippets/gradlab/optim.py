@@ -293,8 +293,10 @@ def trust_region_step(gradient, H, radius, bisections=200):
     largest = float(np.abs(gradient).max(initial=0.0))
     g_norm = largest * float(np.linalg.norm(gradient / largest)) if largest > 0 else 0.0  # no underflow
     if eigenvalues[0] > 0:
-        newton_step = -Q @ (coefficients / eigenvalues)
-        if np.linalg.norm(newton_step) <= radius:
+        with np.errstate(over="ignore"):  # curvature near 0 (say 1e-203): an infinite norm is outside
+            newton_step = -Q @ (coefficients / eigenvalues)
+            inside = np.linalg.norm(newton_step) <= radius
+        if inside:
             return newton_step
     lo = max(0.0, -eigenvalues[0])
     hi = lo + max(g_norm / radius, 4 * np.spacing(lo))  # |p(hi)| <= |g| / (hi + lambda_min) <= radius
