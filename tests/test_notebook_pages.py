@@ -275,3 +275,66 @@ def test_two_builds_removing_the_same_stale_page_do_not_fail_each_other(tmp_path
     events = {name: list(methods) for name, methods in without.events.items()}
     notebook_pages.evict_without_racing(SimpleNamespace(plugins=without))
     assert without.events == events
+
+
+def soup_and_regex(notebook: Path, monkeypatch) -> tuple[str, str]:
+    """The notebook converted by nbconvert's own HTMLExporter and by convert_without_soup's: what
+    ``from_notebook_node`` returns (mkdocs-jupyter appends the same stylesheet to both)."""
+    from mkdocs_jupyter import convert
+    from nbconvert.exporters import html
+
+    current = html.HTMLExporter.from_notebook_node
+    monkeypatch.setattr(html.HTMLExporter, "from_notebook_node", getattr(current, "original", current))
+    pages = []
+
+    def keep(exporter):
+        def from_notebook_node(self, nb, resources=None, **kw):
+            page, resources = exporter(self, nb, resources, **kw)
+            pages.append(page)
+            return page, resources
+
+        return from_notebook_node
+
+    monkeypatch.setattr(html.HTMLExporter, "from_notebook_node", keep(html.HTMLExporter.from_notebook_node))
+    convert.nb2html(str(notebook))
+    monkeypatch.setattr(html.HTMLExporter, "from_notebook_node", getattr(current, "original", current))
+    notebook_pages.convert_without_soup()
+    assert html.HTMLExporter.from_notebook_node.without_soup
+    monkeypatch.setattr(html.HTMLExporter, "from_notebook_node", keep(html.HTMLExporter.from_notebook_node))
+    convert.nb2html(str(notebook))
+    return pages[0], pages[1]
+
+
+def test_converting_without_soup_gives_the_same_html(tmp_path, monkeypatch):
+    """Every kind of output the snippets make, and text that BeautifulSoup re-escapes: the regex
+    edits give the same page, element for element and attribute for attribute (parsed, since
+    BeautifulSoup also changes how entities are written)."""
+    import nbformat
+    from bs4 import BeautifulSoup
+
+    v4 = nbformat.v4
+    outputs = [
+        v4.new_output("stream", name="stdout", text="a < b & \"c\" 'd'\n"),
+        v4.new_output("display_data", data={"image/svg+xml": '<svg xmlns="http://www.w3.org/2000/svg"/>'}),
+        v4.new_output("display_data", data={"image/png": "iVBORw0KGgo=", "text/plain": "<Figure>"}),
+        v4.new_output("execute_result", data={"text/plain": "array([1., 2.])"}, execution_count=1),
+        v4.new_output("error", ename="ValueError", evalue="bad <x>", traceback=["ValueError: bad"]),
+    ]
+    cells = [
+        v4.new_markdown_cell("# Demo\n\nMath $a < b$ and `x & y`, an <img src='x.png'> and a [link](a.md)."),
+        v4.new_code_cell("x = \"quotes\" and 'q' < 3  # &amp;", outputs=outputs, execution_count=1),
+        v4.new_code_cell("", metadata={"tags": ["setup"]}),
+    ]
+    notebook = tmp_path / "demo.ipynb"
+    nbformat.write(v4.new_notebook(cells=cells), notebook)
+    with_soup, without = soup_and_regex(notebook, monkeypatch)
+    assert with_soup.count('tabindex="0"') >= 5 and 'alt="No description' in with_soup
+    assert str(BeautifulSoup(without, "html.parser")) == with_soup
+
+
+def test_a_snippet_notebook_converts_to_the_same_html_without_soup(snippet_results, monkeypatch):
+    from bs4 import BeautifulSoup
+
+    with_soup, without = soup_and_regex(snippet_results["saturation"].notebook, monkeypatch)
+    assert with_soup.count('tabindex="0"') > 10
+    assert str(BeautifulSoup(without, "html.parser")) == with_soup
