@@ -34,6 +34,7 @@ import hashlib
 import json
 import os
 import re
+import threading
 from html import escape
 from pathlib import Path
 from types import SimpleNamespace
@@ -423,6 +424,7 @@ FOCUSABLE = re.compile(
     r"(?![^>]*\btabindex=)[^>]*?)(/?>)"
 )
 NOTEBOOK_DIV = re.compile(r'<div class="(?:[^"]*\s)?jp-Notebook(?:\s[^"]*)?"')
+SOUP_SWAP = threading.Lock()
 IMAGE_WITHOUT_ALT = re.compile(r"<img(?![^>]*\balt=)([^>]*?)(/?>)")
 
 
@@ -434,6 +436,22 @@ class _Unparsed(str):
 
     def select(self, selector):
         return []
+
+
+PLAIN_OUTPUTS = {"text/plain", "image/png", "image/svg+xml"}  # what the snippets' notebooks show
+MARKUP = re.compile(r"<\s*/?[A-Za-z!]")  # a tag or comment in a Markdown cell
+
+
+def _needs_soup(nb) -> bool:
+    """A notebook with markup the regexes of :func:`_soup_edits` are not checked on: an HTML,
+    Markdown, LaTeX or JavaScript output, a raw cell, a tag in a Markdown cell. Such a
+    notebook is converted by nbconvert's own code."""
+    for cell in nb.cells:
+        if cell.cell_type == "raw" or (cell.cell_type == "markdown" and MARKUP.search(cell.source)):
+            return True
+        if any(set(output.get("data", {})) - PLAIN_OUTPUTS for output in cell.get("outputs", [])):
+            return True
+    return False
 
 
 def _soup_edits(html: str) -> str:
@@ -460,16 +478,41 @@ def convert_without_soup() -> None:
         return
 
     def from_notebook_node(self, nb, resources=None, **kw):
-        parser, module.BeautifulSoup = module.BeautifulSoup, _Unparsed  # the build converts in one thread
-        try:
-            html, resources = original(self, nb, resources, **kw)
-        finally:
-            module.BeautifulSoup = parser
+        if _needs_soup(nb):
+            return original(self, nb, resources, **kw)
+        with SOUP_SWAP:  # one conversion at a time puts the stand-in in and takes it out
+            parser, module.BeautifulSoup = module.BeautifulSoup, _Unparsed
+            try:
+                html, resources = original(self, nb, resources, **kw)
+            finally:
+                module.BeautifulSoup = parser
         return _soup_edits(str(html)), resources
 
     from_notebook_node.without_soup = True
     from_notebook_node.original = original
     module.HTMLExporter.from_notebook_node = from_notebook_node
+
+
+def forget_other_conversions(config) -> None:
+    """mkdocs-jupyter keys a converted page by the notebook's bytes and the plugin's options only,
+    so after a change to how pages are converted (this module, nbconvert, mkdocs-jupyter) its
+    cache would go on serving pages converted the old way. A stamp in its folder names the
+    conversion; another stamp empties the folder first."""
+    from importlib.metadata import version
+
+    plugins = getattr(config, "plugins", None)
+    plugin = plugins.get("mkdocs-jupyter") if plugins is not None else None
+    if plugin is None or not plugin.config["cache"]:
+        return
+    folder = Path(plugin.config["cache_dir"])
+    versions = f"nbconvert {version('nbconvert')}, mkdocs-jupyter {version('mkdocs-jupyter')}"
+    stamp = hashlib.sha256(Path(__file__).read_bytes() + versions.encode()).hexdigest()
+    with contextlib.suppress(OSError):
+        if (folder / "conversion").read_text(encoding="utf-8") == stamp:
+            return
+    for entry in folder.glob("*.json"):
+        entry.unlink(missing_ok=True)
+    write_whole(folder / "conversion", stamp)
 
 
 def evict_without_racing(config, dirty: bool = False) -> None:

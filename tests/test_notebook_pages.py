@@ -306,7 +306,7 @@ def soup_and_regex(notebook: Path, monkeypatch) -> tuple[str, str]:
 
 
 def test_converting_without_soup_gives_the_same_html(tmp_path, monkeypatch):
-    """Every kind of output the snippets make, and text that BeautifulSoup re-escapes: the regex
+    """Every kind of output the snippets' notebooks have, and text that BeautifulSoup re-escapes: the regex
     edits give the same page, element for element and attribute for attribute (parsed, since
     BeautifulSoup also changes how entities are written)."""
     import nbformat
@@ -321,7 +321,7 @@ def test_converting_without_soup_gives_the_same_html(tmp_path, monkeypatch):
         v4.new_output("error", ename="ValueError", evalue="bad <x>", traceback=["ValueError: bad"]),
     ]
     cells = [
-        v4.new_markdown_cell("# Demo\n\nMath $a < b$ and `x & y`, an <img src='x.png'> and a [link](a.md)."),
+        v4.new_markdown_cell('# Demo\n\nMath $a < b$ and `x & y`, "quotes" and a [link](a.md).'),
         v4.new_code_cell("x = \"quotes\" and 'q' < 3  # &amp;", outputs=outputs, execution_count=1),
         v4.new_code_cell("", metadata={"tags": ["setup"]}),
     ]
@@ -338,3 +338,18 @@ def test_a_snippet_notebook_converts_to_the_same_html_without_soup(snippet_resul
     with_soup, without = soup_and_regex(snippet_results["saturation"].notebook, monkeypatch)
     assert with_soup.count('tabindex="0"') > 10
     assert str(BeautifulSoup(without, "html.parser")) == with_soup
+
+
+def test_markup_the_regexes_are_not_checked_on_is_converted_by_nbconvert(snippet_results):
+    import nbformat
+
+    v4 = nbformat.v4
+    html = v4.new_output("display_data", data={"text/html": "<div>x</div>", "text/plain": "x"})
+    for cell in (
+        v4.new_code_cell("x", outputs=[html]),
+        v4.new_raw_cell("<div>raw</div>"),
+        v4.new_markdown_cell("An <img src='x.png'> in prose"),
+    ):
+        assert notebook_pages._needs_soup(v4.new_notebook(cells=[cell]))
+    for name in ("saturation", "diagnostics", "precision_torch"):  # the regexes convert these
+        assert not notebook_pages._needs_soup(nbformat.read(snippet_results[name].notebook, as_version=4))

@@ -215,13 +215,14 @@ def test_bfgs_with_armijo_can_meet_negative_curvature():
     eigenvalues=st.lists(st.floats(-2, 2), min_size=3, max_size=3),
     radius=st.floats(0.05, 5.0),
 )
-@example(g=[0.0, 0.0, 1.0], eigenvalues=[1.2e-203] * 3, radius=1.0)  # Newton step 1e203: no overflow warning
+@example(g=[0.0, 0.0, 1.0], eigenvalues=[1.2e-203] * 3, radius=1.0)  # Newton step 1e203: no warning
+@example(g=[0.0, 0.0, 1.0], eigenvalues=[1e-310] * 3, radius=1.0)  # subnormal curvature: inf * 0
 def test_trust_region_step_is_feasible_and_beats_the_cauchy_point(g, eigenvalues, radius):
     """|p| <= radius, and the model decrease is at least that of the best step along -g."""
     g = np.array(g)
     Q = np.linalg.qr(np.arange(1.0, 10.0).reshape(3, 3) + np.eye(3))[0]
     H = Q @ np.diag(eigenvalues) @ Q.T
-    with np.errstate(over="raise"):
+    with np.errstate(over="raise", invalid="raise", divide="raise"):  # underflow is rounding
         p = optim.trust_region_step(g, H, radius)
     model = lambda s: g @ s + 0.5 * s @ H @ s  # noqa: E731
     assert np.linalg.norm(p) <= radius * (1 + 1e-9)

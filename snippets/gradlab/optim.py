@@ -293,7 +293,7 @@ def trust_region_step(gradient, H, radius, bisections=200):
     largest = float(np.abs(gradient).max(initial=0.0))
     g_norm = largest * float(np.linalg.norm(gradient / largest)) if largest > 0 else 0.0  # no underflow
     if eigenvalues[0] > 0:
-        with np.errstate(over="ignore"):  # curvature near 0 (say 1e-203): an infinite norm is outside
+        with np.errstate(all="ignore"):  # curvature near 0 (1e-203, 1e-310): an inf or NaN norm is outside
             newton_step = -Q @ (coefficients / eigenvalues)
             inside = np.linalg.norm(newton_step) <= radius
         if inside:
