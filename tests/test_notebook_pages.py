@@ -353,3 +353,19 @@ def test_markup_the_regexes_are_not_checked_on_is_converted_by_nbconvert(snippet
         assert notebook_pages._needs_soup(v4.new_notebook(cells=[cell]))
     for name in ("saturation", "diagnostics", "precision_torch"):  # the regexes convert these
         assert not notebook_pages._needs_soup(nbformat.read(snippet_results[name].notebook, as_version=4))
+
+
+def test_pages_converted_by_another_conversion_are_forgotten(tmp_path):
+    plugin = SimpleNamespace(config={"cache": True, "cache_dir": str(tmp_path)})
+    config = SimpleNamespace(plugins={"mkdocs-jupyter": plugin})
+    old = tmp_path / "old-page.json"
+    old.write_text("{}")
+    notebook_pages.forget_other_conversions(config)  # no stamp: converted by an older conversion
+    assert not old.exists() and (tmp_path / "conversion").exists()
+    new = tmp_path / "new-page.json"
+    new.write_text("{}")
+    notebook_pages.forget_other_conversions(config)  # the same conversion: kept
+    assert new.exists()
+    (tmp_path / "conversion").write_text("another conversion")
+    notebook_pages.forget_other_conversions(config)
+    assert not new.exists()
