@@ -95,8 +95,6 @@ def on_config(config):
         logging.getLogger("mkdocs.mkdocs-jupyter").setLevel(logging.WARNING)  # "Converting notebook ..."
     notebook_pages.STYLESHEETS.clear()  # left over if the previous build under `serve` failed
     notebook_pages.share_compiled_templates()  # for the notebooks converted when their page renders
-    notebook_pages.convert_without_soup()
-    notebook_pages.forget_other_conversions(config)  # pages converted by an older conversion
     search_cache.install()  # a page's search entries are parsed from its HTML once, not every build
     notebook_pages.evict_without_racing(config, COMMAND["dirty"])  # two builds at once, dirty serve
     try:

@@ -25,8 +25,6 @@
 Before all that, :func:`prerender` converts each executed notebook to HTML as soon as its run
 ends, while the other snippets still run, into mkdocs-jupyter's own cache: converting them one
 after another when MkDocs renders the pages took ~7 s of a clean build's single-threaded tail.
-The conversion reuses compiled templates (:func:`share_compiled_templates`) and makes
-nbconvert's three BeautifulSoup edits without parsing the page (:func:`convert_without_soup`).
 """
 
 import contextlib
@@ -34,7 +32,6 @@ import hashlib
 import json
 import os
 import re
-import threading
 from html import escape
 from pathlib import Path
 from types import SimpleNamespace
@@ -417,104 +414,6 @@ def share_compiled_templates() -> None:
     TemplateExporter._create_environment = _create_environment
 
 
-# what nbconvert's HTMLExporter edits with BeautifulSoup: ".jp-Notebook div.jp-Cell-inputWrapper"
-# and ".jp-Notebook div.jp-OutputArea-output" get tabindex="0" (after their other attributes)
-FOCUSABLE = re.compile(
-    r'(<div class="(?:[^"]*\s)?(?:jp-Cell-inputWrapper|jp-OutputArea-output)(?:\s[^"]*)?"'
-    r"(?![^>]*\btabindex=)[^>]*?)(/?>)"
-)
-NOTEBOOK_DIV = re.compile(r'<div class="(?:[^"]*\s)?jp-Notebook(?:\s[^"]*)?"')
-SOUP_SWAP = threading.Lock()
-IMAGE_WITHOUT_ALT = re.compile(r"<img(?![^>]*\balt=)([^>]*?)(/?>)")
-
-
-class _Unparsed(str):
-    """Stands in for BeautifulSoup in nbconvert's HTMLExporter: the page as it is, nothing selected."""
-
-    def __new__(cls, markup, features=None):
-        return super().__new__(cls, markup)
-
-    def select(self, selector):
-        return []
-
-
-PLAIN_OUTPUTS = {"text/plain", "image/png", "image/svg+xml"}  # what the snippets' notebooks show
-MARKUP = re.compile(r"<\s*/?[A-Za-z!]")  # a tag or comment in a Markdown cell
-
-
-def _needs_soup(nb) -> bool:
-    """A notebook with markup the regexes of :func:`_soup_edits` are not checked on: an HTML,
-    Markdown, LaTeX or JavaScript output, a raw cell, a tag in a Markdown cell. Such a
-    notebook is converted by nbconvert's own code."""
-    for cell in nb.cells:
-        if cell.cell_type == "raw" or (cell.cell_type == "markdown" and MARKUP.search(cell.source)):
-            return True
-        if any(set(output.get("data", {})) - PLAIN_OUTPUTS for output in cell.get("outputs", [])):
-            return True
-    return False
-
-
-def _soup_edits(html: str) -> str:
-    """nbconvert's BeautifulSoup edits, as regular expressions: an image without alt text gets its
-    placeholder, and inside the notebook every input and output area becomes focusable."""
-    html = IMAGE_WITHOUT_ALT.sub(lambda m: f"<img{m[1]} {DEFAULT_ALT}{m[2]}", html)
-    start = NOTEBOOK_DIV.search(html)
-    if start is None:
-        return html
-    rest = FOCUSABLE.sub(lambda m: f'{m[1]} tabindex="0"{m[2]}', html[start.start() :])
-    return html[: start.start()] + rest
-
-
-def convert_without_soup() -> None:
-    """nbconvert's HTMLExporter parses every page it writes with BeautifulSoup's pure-Python HTML
-    parser, to add three attributes, and serializes it again: ~70% of a conversion (46 notebook
-    pages: ~5 of a clean build's ~8 CPU-s of converting). Its ``from_notebook_node`` (the pinned
-    version's) runs here with a stand-in that parses nothing, then :func:`_soup_edits` makes the
-    same edits; tests/test_notebook_pages.py checks that the pages are the same HTML."""
-    from nbconvert.exporters import html as module
-
-    original = module.HTMLExporter.from_notebook_node
-    if getattr(original, "without_soup", False):
-        return
-
-    def from_notebook_node(self, nb, resources=None, **kw):
-        if _needs_soup(nb):
-            return original(self, nb, resources, **kw)
-        with SOUP_SWAP:  # one conversion at a time puts the stand-in in and takes it out
-            parser, module.BeautifulSoup = module.BeautifulSoup, _Unparsed
-            try:
-                html, resources = original(self, nb, resources, **kw)
-            finally:
-                module.BeautifulSoup = parser
-        return _soup_edits(str(html)), resources
-
-    from_notebook_node.without_soup = True
-    from_notebook_node.original = original
-    module.HTMLExporter.from_notebook_node = from_notebook_node
-
-
-def forget_other_conversions(config) -> None:
-    """mkdocs-jupyter keys a converted page by the notebook's bytes and the plugin's options only,
-    so after a change to how pages are converted (this module, nbconvert, mkdocs-jupyter) its
-    cache would go on serving pages converted the old way. A stamp in its folder names the
-    conversion; another stamp empties the folder first."""
-    from importlib.metadata import version
-
-    plugins = getattr(config, "plugins", None)
-    plugin = plugins.get("mkdocs-jupyter") if plugins is not None else None
-    if plugin is None or not plugin.config["cache"]:
-        return
-    folder = Path(plugin.config["cache_dir"])
-    versions = f"nbconvert {version('nbconvert')}, mkdocs-jupyter {version('mkdocs-jupyter')}"
-    stamp = hashlib.sha256(Path(__file__).read_bytes() + versions.encode()).hexdigest()
-    with contextlib.suppress(OSError):
-        if (folder / "conversion").read_text(encoding="utf-8") == stamp:
-            return
-    for entry in folder.glob("*.json"):
-        entry.unlink(missing_ok=True)
-    write_whole(folder / "conversion", stamp)
-
-
 def evict_without_racing(config, dirty: bool = False) -> None:
     """mkdocs-jupyter's ``on_post_build`` removes the cached pages its build did not use with
     ``unlink()``: when two builds share ``.cache`` (``make serve`` and ``make check`` after an
@@ -555,7 +454,6 @@ def prerender(notebook: Path, config) -> bool:
     if _get_cache_path(plugin.config["cache_dir"], key).exists():
         return False
     share_compiled_templates()
-    convert_without_soup()
     uri = f"notebooks/{Path(notebook).name}"
     page = SimpleNamespace(
         file=SimpleNamespace(abs_src_path=str(notebook), src_path=uri, src_uri=uri),
