@@ -129,11 +129,11 @@ print(time.perf_counter() - start)
 
 def framework_share(clone: Path, folder: Path, clean: float) -> None:
     """The build's runs (site runs and answer runs) with and without the framework scripts,
-    each into an empty cache (XLA's compiled programs too), twice each, alternating, the
-    shorter of the two counted (one sample moved the share by several points): the difference
-    is what the frameworks add to a clean build."""
+    each into an empty cache (XLA's compiled programs too), three times each, alternating, the
+    shortest counted (on one 2-core machine samples of one kind spread by up to 7 s, and the
+    share by several points): the difference is what the frameworks add to a clean build."""
     took: dict[str, list[float]] = {"with": [], "without": []}
-    for attempt in range(2):
+    for attempt in range(3):
         for which in ("with", "without"):
             empty = folder / f"runs-{which}-{attempt}"
             env = {**ENV, "JAX_COMPILATION_CACHE_DIR": str(empty / "jax")}
