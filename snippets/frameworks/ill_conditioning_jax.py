@@ -153,7 +153,7 @@ ignored = minimize_jitted(well, [5.0, 0.0], tol=1e-300)
 results.claim(
     "tol_ignored",
     int(ignored.nit) == 0 and bool(ignored.success) and float(np.abs(ignored.jac).max()) > 1e-100,
-    "jax.scipy.optimize.minimize ignores its tol argument: with tol = 1e-300 it also reports success "
+    "jax.scipy.optimize.minimize ignores its tol argument; with tol = 1e-300 it also reports success "
     "from (5, 0) without a step, at a gradient far above 1e-300.",
     {"iterations": int(ignored.nit), "max_abs_grad": float(np.abs(ignored.jac).max())},
 )  # fmt: skip
