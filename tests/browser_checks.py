@@ -523,7 +523,9 @@ def switch_to_dark(page) -> bool:
         before = page.evaluate("() => document.body.getAttribute('data-md-color-media')")
         page.locator("form[data-md-component=palette] label:visible").first.click()
         page.wait_for_function(
-            "before => document.body.getAttribute('data-md-color-media') !== before", arg=before, timeout=5000
+            "before => document.body.getAttribute('data-md-color-media') !== before",
+            arg=before,
+            timeout=15_000,
         )
     return page.evaluate("() => document.body.getAttribute('data-md-color-scheme')") == "slate"
 

@@ -294,7 +294,7 @@ def test_search_finds_every_chapter_by_a_word_from_its_body(browser, server, sit
                     """target => [...document.querySelectorAll('.md-search-result a')]
                          .some(a => a.href.split(/[?#]/)[0] === target)""",
                     arg=url,
-                    timeout=3000,
+                    timeout=15_000,  # a safety limit: the wait ends when the result is listed
                 )
             except Exception:
                 shown = page.eval_on_selector_all(".md-search-result a", "links => links.map(a => a.href)")

@@ -85,7 +85,7 @@ def ready(page, ident: str) -> None:
         "id => document.getElementById(id).dataset.ready === 'true'"
         " && document.querySelector('#' + id + ' .gp-interactive__chart svg') !== null",
         arg=ident,
-        timeout=10_000,
+        timeout=30_000,  # a safety limit, not a pause: the wait ends when the figure is drawn
     )
 
 
@@ -108,7 +108,7 @@ def move(page, ident: str) -> list[str]:
         "([id, value]) => document.querySelector('#' + id + ' input[type=range]').value !== value"
         " && document.getElementById(id).dataset.frame === document.querySelector('#' + id + ' input').value",
         arg=[ident, before["value"]],
-        timeout=5_000,
+        timeout=15_000,
     )
     after = page.evaluate(STATE_JS, ident)
     for field in ("svg", "output", "valuetext", "description"):
