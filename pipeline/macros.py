@@ -284,12 +284,11 @@ def substitute(markdown: str, results: dict, page: str) -> str:
 def quoted_by_run(markdown: str) -> set[tuple[tuple[str, tuple[str, ...]], str]]:
     """Every ``((snippet, args), key)`` a page quotes as a number or claim (figures excluded),
     ``args`` ``()`` for the site's run; a range quotes ``key_min`` and ``key_max``."""
-    import shlex
-
     keys = set()
     for match in MACRO.finditer(markdown):
         kind, key = match["kind"], match["key"]
-        run = (match["snippet"], tuple(shlex.split(match["args"] or "")))
+        run = run_key(match["snippet"], match["args"])
+        run = run if isinstance(run, tuple) else (run, ())
         if not kind:
             keys.add((run, key))
         elif kind.startswith("range"):

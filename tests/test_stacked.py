@@ -70,8 +70,7 @@ def blas_orientation_agrees(sizes, K=6, N=32):
     h^T @ g and g @ W^T, the same when the (examples x units) operands are stored transposed
     (units first)? Kernels may split the inner dimension differently per orientation and shape."""
     rng = np.random.default_rng(0)
-    first = lambda a: np.ascontiguousarray(a.transpose(2, 0, 1))  # noqa: E731  (units, K, N)
-    view = lambda a: a.transpose(1, 2, 0)  # noqa: E731  (units, K, N) -> (K, N, units)
+    first, view = stacked._units_first, stacked._matrices  # (K, N, units) -> (units, K, N) and back
     for fan_in, fan_out in set(itertools.pairwise(sizes[:-1])):
         h, g = rng.normal(size=(K, N, fan_in)), rng.normal(size=(K, N, fan_out))
         W = rng.normal(size=(K, fan_in, fan_out))
