@@ -148,16 +148,34 @@ def minimize_jitted(f, x0, **kwargs):  # one compiled program for the whole run,
     return jax.jit(lambda x0: jax.scipy.optimize.minimize(f, x0, method="BFGS", **kwargs))(jnp.asarray(x0))
 
 
-# from (5, 0) on the well with tol = 1e-300: a BFGS that honoured tol would have to step
+# from (5, 0) on the well with tol = 1e-300: a BFGS that honoured it could not report success there
 ignored = minimize_jitted(well, [5.0, 0.0], tol=1e-300)
+
+
+def program(**kwargs):  # the lowered program of that call, without compiling it
+    call = jax.jit(lambda x0: jax.scipy.optimize.minimize(well, x0, method="BFGS", **kwargs))
+    return call.lower(jnp.asarray([5.0, 0.0])).as_text()
+
+
+same_program = program(tol=1e-300) == program() != program(options={"gtol": 1e-300})
+grad = float(np.abs(ignored.jac).max())
 results.claim(
     "tol_ignored",
-    int(ignored.nit) == 0 and bool(ignored.success) and float(np.abs(ignored.jac).max()) > 1e-100,
-    "jax.scipy.optimize.minimize ignores its tol argument; with tol = 1e-300 it also reports success "
-    "from (5, 0) without a step, at a gradient far above 1e-300.",
-    {"iterations": int(ignored.nit), "max_abs_grad": float(np.abs(ignored.jac).max())},
+    same_program and int(ignored.nit) == 0 and bool(ignored.success) and grad > 1e-100,
+    "With tol = 1e-300 the program JAX compiles is the one without tol (with gtol = 1e-300 it is not), "
+    f"and it reports success from (5, 0) without a step, at a gradient of {grad:.1e}.",
+    {"same_program": same_program, "iterations": int(ignored.nit), "max_abs_grad": grad},
 )  # fmt: skip
-far = minimize_jitted(well, [5.0, 0.0])  # default tol: gtol 1e-5 (the same compiled program)
+strict = minimize_jitted(well, [5.0, 0.0], options={"gtol": 1e-12})
+moved = float(np.linalg.norm(np.asarray(strict.x) - [5.0, 0.0]))
+results.claim(
+    "gtol_below_gradient_fails",
+    int(strict.status) == 3 and not bool(strict.success) and moved < 1e-9,
+    f"with gtol = 1e-12, below that gradient of {grad:.1e}, it no longer reports success, but its line "
+    "search fails (status 3) with x moved by less than 1e-9.",
+    {"status": int(strict.status), "iterations": int(strict.nit), "moved": moved},
+)  # fmt: skip
+far = minimize_jitted(well, [5.0, 0.0])  # default tol: gtol 1e-5 (the program of the tol=1e-300 call)
 results.number("far_bfgs_iterations", int(far.nit), "jax.scipy BFGS iterations from (5, 0), default tol")
 results.claim(
     "bfgs_stops_on_plateau", int(far.nit) == 0 and bool(far.success) and np.array_equal(far.x, [5.0, 0.0]),
