@@ -295,15 +295,16 @@ class Recorder:
     def _sent(self, event):
         self.sent[event["requestId"]] = event["request"]["url"]
 
-    def settle(self, timeout_ms: int = 3000) -> None:
+    def settle(self, timeout_ms: int = 30_000) -> bool:
         """Wait until the page has fetched what it fetches after its load event: the math font
-        and, on a Material page, the search index. Quicker than waiting for
-        the network to be idle for half a second."""
+        and, on a Material page, the search index. Quicker than waiting for the network to be
+        idle for half a second. False when the search index did not arrive within the limit
+        (a safety limit: a page that loads it ends the wait as soon as it has)."""
         self.page.evaluate("() => document.fonts.ready.then(() => true)")
         if self.page.locator("[data-md-component=search]").count() == 0:
-            return
+            return True
         if any(url.endswith("search_index.json") for url in self.finished):
-            return
+            return True
         try:  # an event, not a poll: Playwright dispatches pending events while it waits
             self.page.wait_for_event(
                 "requestfinished",
@@ -311,7 +312,8 @@ class Recorder:
                 timeout=timeout_ms,
             )
         except PlaywrightTimeout:
-            pass  # a page whose search is not loaded counts what it fetched; nothing to check
+            return False
+        return True
 
 
 def wait_for_math(page) -> int:
@@ -468,7 +470,8 @@ def visit(page, recorder: Recorder, url: str, expected: Expectation, axe=None) -
         for problem in axe_violations(page, axe):
             result.add("accessibility", problem)
     page.evaluate(SCROLL_JS)  # a reader scrolls through: the figures they see load
-    recorder.settle()  # the search index and the math font count too
+    if not recorder.settle():  # the search index and the math font count too
+        result.add("requests", "the search index (search/search_index.json) did not arrive within 30 s")
     result.bytes, result.requests = recorder.bytes, recorder.requests
     check_images(page, result, expected)
     check_phone_width(page, result)
@@ -501,7 +504,8 @@ def next_visit_bytes(page, recorder: Recorder, url: str, expected: Expectation) 
     page.goto(url, wait_until="load")
     wait_for_math(page)
     page.evaluate(SCROLL_JS)
-    recorder.settle()
+    if not recorder.settle():
+        raise AssertionError(f"{url}: the search index did not arrive within 30 s")
     return recorder.bytes
 
 
