@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: serve build test check fuzz record lint format bench bench-flaky kernels chapter clean help
+.PHONY: serve build test check seeds fuzz record lint format bench bench-flaky kernels chapter clean help
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
@@ -34,6 +34,9 @@ test: $(VENV)/.dev  ## run the whole test suite: lint, library, snippets, build,
 
 check: $(VENV)/.dev  ## one chapter, fast: make check NAME=dying_relu (lint, run, numbers, claims on 3 seeds, build, its tests)
 	$(BIN)/python -m pipeline.check $(NAME)
+
+seeds: $(VENV)/.dev  ## every claim on more seeds than make test tries: make seeds [NAME=x] [SEEDS=3-9]
+	$(BIN)/python -m pipeline.seeds "$(NAME)" "$(SEEDS)"
 
 fuzz: $(VENV)/.dev  ## Hypothesis explores: the property tests on RUNS new random seeds (default 20); SEED=N repeats one
 	@for seed in $(or $(SEED),$$(for i in $$(seq $(or $(RUNS),20)); do od -An -N4 -tu4 /dev/urandom; done)); do \

@@ -6,8 +6,6 @@ session's temporary folder; the others wait for the lock and read it, so nothing
 """
 
 import fcntl
-import functools
-import json
 import os
 import pickle
 import subprocess
@@ -23,6 +21,7 @@ sys.path.insert(0, str(ROOT / "snippets"))  # import gradlab
 sys.path.insert(0, str(ROOT))  # import pipeline
 
 from pipeline import blas, runner  # noqa: E402
+from pipeline.seeds import draws_at_random  # noqa: E402
 
 blas.pin()  # before numpy loads: the OpenBLAS kernels the site's numbers were recorded with
 
@@ -41,30 +40,6 @@ class Results(dict):
 
 SELECTED_FOR_OTHER_SEEDS: set[str] = set()  # the snippets whose other-seed tests were selected
 SELECTED_ANSWER_RUNS: set[tuple[str, tuple[str, ...]]] = set()  # likewise, the exercises' runs
-
-
-def quoted_answer_claims() -> dict[tuple[str, tuple[str, ...]], list[str]]:
-    """``(name, args) -> [claim, ...]``: the claims the pages quote from a run with arguments
-    (an exercise's answer). A quoted key is a claim when the snippet's recorded file lists it
-    (``tests/recorded/NAME.json``; every run of a snippet states the same claims), so this is
-    known before anything runs."""
-    from pipeline import macros
-
-    @functools.cache
-    def recorded_claims(name: str) -> dict:
-        recorded = ROOT / "tests" / "recorded" / f"{name}.json"
-        return json.loads(recorded.read_text(encoding="utf-8")).get("claims", {}) if recorded.exists() else {}
-
-    found: dict = {}
-    for page in sorted((ROOT / "docs").rglob("*.md")):
-        for match in macros.MACRO.finditer(page.read_text(encoding="utf-8")):
-            if match["kind"] or not (match["args"] or "").strip():
-                continue
-            if match["key"] in recorded_claims(match["snippet"]):
-                quoted = found.setdefault(macros.run_key(match["snippet"], match["args"]), [])
-                if match["key"] not in quoted:
-                    quoted.append(match["key"])
-    return found
 
 
 def pytest_collection_modifyitems(config, items):
@@ -122,13 +97,6 @@ def _site_runs():
     # the notebooks to HTML as their runs end, not one after another inside the build's test
     config = load_config(str(ROOT / "mkdocs.yml"))
     return runner.run_many(requests, on_result=notebook_pages.prerenderer(config))
-
-
-def draws_at_random(name: str) -> bool:
-    """Whether the snippet can read ``--seed``: its source names the seed. One that does not has
-    no random draws another seed could move, so its other seeds are not run (its site run's
-    ``reads_seed``, recorded at run time, must agree: test_snippets.py checks it)."""
-    return "seed" in runner.snippet_path(name).read_text(encoding="utf-8")
 
 
 def answer_seed_args(args: tuple[str, ...], seed: int) -> tuple[str, ...]:
