@@ -1,6 +1,7 @@
 """snippets/frameworks/probe_torch.py: each deliberately broken run gets its symptom, a healthy
 run gets none, and the caller's model and optimizer are left as they were."""
 
+import copy
 import sys
 
 import pytest
@@ -53,6 +54,49 @@ def test_the_callers_model_gradients_and_optimizer_are_unchanged():
     assert all(torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
     assert all(torch.equal(a, p.grad) for a, p in zip(grads, model.parameters(), strict=True))
     assert optimizer.state_dict()["state"] == {}, "Adam has taken no step of its own"
+
+
+@pytest.mark.parametrize(
+    "make_optimizer",
+    [
+        lambda params: torch.optim.Adam(params, lr=1e-2),
+        lambda params: torch.optim.SGD(params, lr=1e-2, momentum=0.9),
+    ],
+    ids=["Adam", "SGD with momentum"],
+)
+def test_an_optimizer_with_state_keeps_it_after_the_probe(make_optimizer):
+    """Mid-training: the probe's step updates step, exp_avg, exp_avg_sq (or the momentum buffer) in
+    place, so the undo must restore a copy of the state, not the live tensors state_dict() holds."""
+    model, (X, y) = mlp(), data()
+    optimizer = make_optimizer(model.parameters())
+    for _ in range(3):
+        optimizer.zero_grad()
+        nn.MSELoss()(model(X), y).backward()
+        optimizer.step()
+    state = {
+        index: {key: value.clone() for key, value in entry.items()}
+        for index, entry in optimizer.state_dict()["state"].items()
+    }
+    assert state, "the optimizer has state to lose"
+    before = [p.detach().clone() for p in model.parameters()]
+    probe_torch.layer_report(model, nn.MSELoss(), X, y, optimizer)
+    after = optimizer.state_dict()["state"]
+    assert after.keys() == state.keys()
+    for index, entry in state.items():
+        assert after[index].keys() == entry.keys()
+        for key, value in entry.items():
+            assert torch.equal(after[index][key], value), (index, key)
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
+    # and the next step is the step the optimizer would have taken without the probe
+    twin = mlp()
+    twin.load_state_dict(model.state_dict())
+    twin_optimizer = make_optimizer(twin.parameters())
+    twin_optimizer.load_state_dict(copy.deepcopy(optimizer.state_dict()))  # shares no state tensor
+    for m, opt in ((model, optimizer), (twin, twin_optimizer)):
+        opt.zero_grad()
+        nn.MSELoss()(m(X), y).backward()
+        opt.step()
+    assert all(torch.equal(a, b) for a, b in zip(model.parameters(), twin.parameters(), strict=True))
 
 
 def test_dead_biases_are_flagged_dead():

@@ -21,6 +21,7 @@ Rows, one per activation module (ReLU, LeakyReLU, GELU, Tanh, Sigmoid; ``kind ==
   sigmoid is flat: |tanh| > 0.97, |2 sigmoid - 1| > 0.97, local slope below 6% of its maximum).
 """
 
+import copy
 import math
 
 import torch
@@ -67,7 +68,9 @@ def layer_report(model, loss_fn, inputs, targets, optimizer=None):
     params = dict(model.named_parameters())
     saved_grads = {name: p.grad for name, p in params.items()}
     saved_values = {name: p.detach().clone() for name, p in params.items()}
-    saved_state = optimizer.state_dict() if optimizer is not None else None
+    # state_dict() holds references to the state tensors (step, exp_avg, exp_avg_sq, momentum
+    # buffers), which step() updates in place: only a deep copy still holds them as they were.
+    saved_state = copy.deepcopy(optimizer.state_dict()) if optimizer is not None else None
     try:
         for p in params.values():
             p.grad = None
