@@ -162,6 +162,15 @@ def test_the_naive_binary_cross_entropy_rounds_a_confident_loss_to_zero():
     assert losses.binary_cross_entropy_from_logits(z, y)[0] == pytest.approx(np.exp(-50.0), rel=1e-15)
 
 
+def test_the_naive_binary_cross_entropy_computes_in_the_logits_precision():
+    """float32 logits give a float32 loss (a float64 constant used to promote it): at z = 15,
+    z + e^-z rounds to z in float32 (e^-15 is below half the spacing 2^-20), not in float64."""
+    z, y = np.array([15.0], dtype=np.float32), np.array([1.0])
+    got = losses.naive_binary_cross_entropy_from_logits(z, y)
+    assert got.dtype == np.float32 and got[0] == 0.0
+    assert losses.naive_binary_cross_entropy_from_logits(z.astype(np.float64), y)[0] > 0.0
+
+
 def test_binary_cross_entropy_derivative_at_zero_is_the_functions():
     z, y = np.array([0.0, 0.0, 1e-3]), np.array([1.0, 0.0, 1.0])
     check.assert_gradients_close(

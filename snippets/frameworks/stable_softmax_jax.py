@@ -97,6 +97,22 @@ results.twin(
     atol=0,
     reason="float64, log1p(exp(-z)) in XLA; libm's exp may differ in the last bit",
 )
+# where -log(softmax) stops being finite in JAX: XLA on the CPU flushes subnormals to zero (jax-ml/jax
+# issue #16200), so p_y = e^(-2c) is 0 once it is below the smallest normal float, not the smallest subnormal
+for name, dtype, top in (("float32", jnp.float32, 60.0), ("float64", jnp.float64, 400.0)):
+    scales = np.arange(1.0, top, 1e-3)
+    zs = jnp.asarray(scales[:, None] * np.array([1.0, 0.0, -1.0]), dtype=dtype)
+    loss_values, grad_values = jax.jit(jax.vmap(jax.value_and_grad(naive)))(zs)
+    finite_loss, finite_grad = (
+        np.isfinite(np.asarray(loss_values)),
+        np.isfinite(np.asarray(grad_values)).all(axis=1),
+    )
+    results.number(f"limit_softmax_then_log_{name}", scales[finite_loss].max(), f"{name}: last finite loss c")
+    results.number(f"limit_grad_softmax_then_log_{name}", scales[finite_grad].max(), f"{name}: gradient")
+    flush = -np.log(np.float64(np.finfo(dtype).tiny)) / 2  # half of -ln(smallest normal)
+    results.number(f"flush_limit_{name}", flush, f"{name}: c where e^(-2c) falls below the smallest normal")
+    results.claim(f"flushed_{name}", abs(scales[finite_loss].max() / flush - 1) < 1e-4,
+                  f"In {name}, JAX's log(softmax) is inf from c = ½·(−ln tiny), to 10⁻⁴")  # fmt: skip
 decimal.getcontext().prec = 60
 reference = float((1 + decimal.Decimal(-CONFIDENT).exp()).ln())  # log(1 + e^-z), 60 digits
 results.claim(

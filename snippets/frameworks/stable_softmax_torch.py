@@ -7,6 +7,7 @@ beside gradlab's. Quoted by docs/stable-formulations.md.
 
 # %%
 import decimal
+import math
 import sys
 from pathlib import Path
 
@@ -23,7 +24,7 @@ torch.set_num_threads(1)
 torch_major, torch_minor = (int(part) for part in torch.__version__.split(".")[:2])  # 2.10 is not 2.1
 results.number("torch_version_major", torch_major, "PyTorch major version")
 results.number("torch_version_minor", torch_minor, "PyTorch minor version")
-C, LABEL, CONFIDENT, WRONG = 1000.0, 2, 50.0, -200.0  # the numpy snippet's defaults
+C, LABEL, CONFIDENT, WRONG, MODERATE = 1000.0, 2, 50.0, -200.0, -30.0  # the numpy snippet's defaults
 
 
 # %% [markdown]
@@ -51,6 +52,13 @@ one = torch.ones(1, dtype=torch.float64)  # label 1
 bce_logits = F.binary_cross_entropy_with_logits(torch.tensor([CONFIDENT], dtype=torch.float64), one)
 p = torch.sigmoid(torch.tensor([WRONG]))  # float32: sigmoid(-200) underflows to 0
 bce_clamped = torch.nn.BCELoss()(p, one.float())  # log(0) = -inf, clamped at -100
+
+
+def bce_of_sigmoid(z, dtype):  # BCELoss(sigmoid(z), 1) and dL/dz; its backward divides by max(p(1-p), 1e-12)
+    return loss_and_grad(lambda z: F.binary_cross_entropy(torch.sigmoid(z), torch.ones(1, dtype=dtype)),
+                         torch.tensor([z], dtype=dtype))  # fmt: skip
+
+
 # --8<-- [end:core]
 nan_fraction = torch.isnan(naive_grad).double().mean().item()
 print(f"c = {C:g}: log(softmax) loss {naive}, NaN gradient entries {nan_fraction:.0%}")
@@ -91,15 +99,49 @@ results.twin(
     reason="float64, log1p(exp(-z)) in PyTorch's kernel; libm's exp may differ in the last bit",
 )
 results.number("bce_probability_float32", p.item(), "sigmoid(z) in float32, PyTorch")
-results.twin(
-    "bce_clamped_loss",
-    bce_clamped.item(),
-    "BCELoss on the float32 sigmoid of z",
-    of="stable_softmax.bce_clamped_loss",
-    rtol=0,
-    atol=0,
-    reason="the clamp value -100, exact",
+results.number("bce_clamped_loss", bce_clamped.item(), "BCELoss on the float32 sigmoid of z")
+bce = {}  # BCELoss of sigmoid(z), label 1: the loss and dL/dz, where the true dL/dz is sigma(z) - 1, about -1
+for (key, z), (name, dtype) in zip(
+    [("clamped", WRONG), ("moderate", MODERATE)] * 2,
+    [("float32", torch.float32)] * 2 + [("float64", torch.float64)] * 2,
+    strict=True,
+):
+    loss, grad = bce_of_sigmoid(z, dtype)
+    bce[key, name] = loss, grad.item()
+    results.number(f"bce_{key}_loss_{name}", loss, f"{name}: BCELoss(sigmoid(z)), z = {z:g}")
+    results.number(f"bce_{key}_grad_{name}", grad.item(), f"{name}: its dL/dz", atol=1e-300)
+    logit, target = torch.tensor([z], dtype=dtype), torch.ones(1, dtype=dtype)
+    logits_grad = loss_and_grad(lambda z, t=target: F.binary_cross_entropy_with_logits(z, t), logit)[1].item()
+    results.number(f"bce_logits_{key}_grad_{name}", logits_grad, f"{name}: BCEWithLogitsLoss dL/dz")
+results.number("bce_moderate_logit", MODERATE, "a wrong logit z whose BCELoss is exact")
+results.number("bce_floor_logit", math.log(1e-12), "z below which p(1 - p) < 1e-12, the backward's floor")
+results.claim(
+    "bce_backward_floor",
+    all(
+        abs(bce["moderate", p][0] / -MODERATE - 1) < 1e-6 and abs(bce["moderate", p][1]) < 0.5
+        for p in ("float32", "float64")
+    )
+    and bce["clamped", "float32"] == (100, 0)
+    and bce["clamped", "float64"][0] == 100
+    and abs(bce["clamped", "float64"][1]) < 1e-30,
+    "BCELoss of sigmoid(z): at z = -30 the loss is exact but |dL/dz| < 0.5 (true: about 1), in both "
+    "precisions; at z = -200 the loss is capped at 100 and dL/dz is 0 in float32, below 1e-30 in float64",
+    {f"{k} {p}": value for (k, p), value in bce.items()},
 )
+# where log(softmax) stops being finite: the loss, and its gradient, on a grid of c (one batch per dtype)
+for name, dtype, top in (("float32", torch.float32, 60.0), ("float64", torch.float64, 400.0)):
+    scales = torch.arange(1.0, top, 1e-3, dtype=torch.float64)
+    zs = (
+        (scales[:, None] * torch.tensor([1.0, 0.0, -1.0], dtype=torch.float64)).to(dtype).requires_grad_(True)
+    )
+    losses = -torch.log(torch.softmax(zs, dim=1))[:, LABEL]
+    losses.sum().backward()  # the rows are independent: each row's gradient is its own
+    for key, finite in (("", torch.isfinite(losses)), ("grad_", torch.isfinite(zs.grad).all(dim=1))):
+        last = scales[finite.nonzero().max()].item()
+        about = f"{name} log(softmax): last finite c, {key or 'loss'}"
+        results.twin(f"limit_{key}softmax_then_log_{name}", last, about,
+                     of=f"stable_softmax.limit_{key}softmax_then_log_{name}", rtol=1e-4, atol=0,
+                     reason="PyTorch's fused softmax, grid of step 0.001; numpy: bisection")  # fmt: skip
 decimal.getcontext().prec = 60
 reference = float((1 + decimal.Decimal(-CONFIDENT).exp()).ln())  # log(1 + e^-z), 60 digits
 results.claim(
