@@ -7,9 +7,9 @@ the batch larger, and what checkpointing saves. Quoted by docs/what-backprop-com
 """
 
 # %% [markdown]
-# Costs are counted, not timed: `gradlab.flops` charges $2mkn$ for an $(m, k) \times (k, n)$
-# matrix product and one flop per output entry of an elementwise op, in every method alike, so
-# the numbers are the same on every machine (they depend on shapes only, not on random draws).
+# Costs are counted, not timed: `gradlab.flops` charges $2mkn$ for an $(m, k) \times (k, n)$ matrix
+# product and one flop per output entry of an elementwise op (forward mode also for the data's zero
+# tangent), so the numbers are the same on every machine (they depend on shapes only).
 # Each backward rule is charged its op's forward cost once per input it sends a gradient to, and
 # like PyTorch's and JAX's the engine sends none to the data X (it does not require a gradient),
 # so what the count measures is how many rules run and which products they skip. Wall-clock time,
@@ -58,7 +58,6 @@ for width in widths:
             gradient(loss, params)
         relative_cost[name].append(counter.total / one_evaluation.total)
         calls[name].append(counter.calls)
-    print(f"n = {n_params[-1]:>5}, cost:", {m: round(c[-1], 3) for m, c in relative_cost.items()})
 
 # %%
 results.number("n_smallest", n_params[0], "parameters of the smallest MLP")
@@ -82,7 +81,6 @@ rises = "Across the widths tried, reverse mode's relative cost rises with n, bel
 results.claim("reverse_rises", bool(np.all(np.diff(reverse_costs) > 0) and max(reverse_costs) <= 3), rises)
 results.number("reverse_calls", calls["reverse"][-1], "reverse mode: evaluations of the loss per gradient")
 results.number("central_calls_largest", calls["central"][-1], "central: evaluations, largest n")
-results.number("forward_calls_largest", calls["forward"][-1], "forward mode: passes per gradient, largest n")
 results.number("batch", args.batch, "examples in the batch")
 
 # %%
@@ -127,28 +125,27 @@ results.number("first_layer_share", first_share, "784-128-128-10: first matmul's
 for key, ratio in backward_ratio.items():  # skip: X is data, no dL/dX; input: X requires a gradient
     results.number(f"backward_{key}", ratio, f"784-128-128-10: backward / forward flops ({key})")
     results.number(f"gradient_{key}", 1 + ratio, f"784-128-128-10: one gradient / one evaluation ({key})")
-results.claim(
-    "backward_two_products",
-    abs(backward_ratio["input"] - 2) < 0.005 and abs(backward_ratio["skip"] - (2 - first_share)) < 0.005,
-    "The backward pass costs two forward passes when the input needs a gradient, and one first-layer "
-    "product less when it does not: 2 minus the first layer's share of the flops.",
-    backward_ratio | {"first layer share": first_share},
-)
+two = abs(backward_ratio["input"] - 2) < 0.005 and abs(backward_ratio["skip"] - (2 - first_share)) < 0.005
+results.claim("backward_two_products", two, "The backward pass costs two forward passes when the input needs "
+              "a gradient, and one first-layer product less when it does not: 2 minus the first layer's "
+              "share of the flops.", backward_ratio | {"first layer share": first_share})  # fmt: skip
 
 # %% [markdown]
 # ## What reverse mode stores
 #
-# The rules need the forward pass's intermediates (the matmul's its inputs, tanh's its output), so
-# every node keeps its array until `backward()` has run. Add up the sizes the non-leaf nodes hold.
+# The rules need some of the forward pass's intermediates (the matmul its inputs, tanh its output):
+# `values_rules_read` counts those, what reverse mode must keep. gradlab's graph keeps more: every
+# node keeps its array until `backward()` has run (`stored_values`).
 
 
 # %%
 def mlp_storage(depth, width, batch):
-    """Stored intermediates of one forward pass of a tanh MLP with `depth` hidden layers."""
+    """(Values gradlab's graph stores, values the rules read, parameters) of an MLP of `depth` layers."""
     sizes = [3, *[width] * depth, 1]
     tensors = [engine.Tensor(p, requires_grad=True) for p in models.init_mlp(sizes, "glorot", rng)]
     loss_tensor = ops.mean(models.mlp(tensors, rng.normal(size=(batch, 3)), args.activation) ** 2)
-    return graph_memory.stored_values(loss_tensor), sum(t.size for t in tensors)
+    stored, read = graph_memory.stored_values(loss_tensor), graph_memory.values_rules_read(loss_tensor)
+    return stored, read, sum(t.size for t in tensors)
 
 
 depth, width, batch = args.store_depth, args.store_width, args.store_batch
@@ -157,13 +154,14 @@ shapes |= {"batch": (depth, width, 2 * batch), "width": (depth, 2 * width, batch
 storage = {key: mlp_storage(*shape) for key, shape in shapes.items()}
 
 # %%
-base_values, base_n = storage["base"]
+base_values, base_read, base_n = storage["base"]
 for key in ("store_depth", "store_width", "store_batch"):  # hidden layers, units per layer, examples
     results.number(key, getattr(args, key), f"storage example: {key.removeprefix('store_')}")
 results.number("stored_values", base_values, "values reverse mode stores for the storage example")
 results.number("stored_bytes", 8 * base_values, "bytes of those values in float64")
-results.number("store_params", base_n, "parameters of the storage example")
 results.number("store_per_unit", base_values / (depth * width * batch), "stored / (depth width batch)")
+results.number("read_values", base_read, "values the backward rules read (what reverse mode must keep)")
+results.number("read_per_unit", base_read / (depth * width * batch), "read / (depth width batch)")
 ratios = {key: storage[key][0] / base_values for key in ("depth", "batch", "width")}
 for key, ratio in ratios.items():
     results.number(f"store_ratio_{key}", ratio, f"stored: {key} doubled / base")
@@ -172,13 +170,18 @@ results.claim("store_proportional", doubles, "Doubling depth, batch or width dou
 per_unit = base_values == 3 * batch * (depth * width + 1) + 2  # each unit: product, + bias, activation
 per_unit_says = "The graph holds 3 values per unit per example, output unit included, and 2 for the loss."
 results.claim("store_three_per_unit", per_unit, per_unit_says, {"stored": base_values})
+reads = 1 if args.activation == "tanh" else 2  # tanh's rule reads its output; relu's, sigmoid's the input too
+results.claim("read_per_hidden_unit", base_read == batch * (reads * depth * width + 1),
+              f"The rules read {reads} value{'s' * (reads > 1)} per hidden unit per example "
+              f"({args.activation}), and the output unit's.", {"read": base_read})  # fmt: skip
 
 # %% [markdown]
 # ### What the freed graph gives back
 #
-# `backward()` drops each node's closure and parent links once its rule has run (as PyTorch does
-# unless `retain_graph=True`), so each node's value and gradient go during the sweep. Measure the
-# bytes (`tracemalloc`): at the peak of `backward()`, and after it while the caller holds the loss.
+# `backward()` drops each node's closure and parent links once its rule has run (PyTorch frees
+# each node's saved tensors, unless `retain_graph=True`), so each node's value and gradient go
+# during the sweep. Measure the bytes (`tracemalloc`): at the peak of `backward()`, and after it
+# while the caller holds the loss.
 
 
 # %%
@@ -194,21 +197,15 @@ def make_loss():
 
 memory = {key: graph_memory.backward_memory(make_loss, key == "retained") for key in ("retained", "freed")}
 param_bytes = 8 * base_n  # the parameters' gradients, kept in both cases
-for key, m in memory.items():
-    print(f"{key}: graph {m['graph']:,} B, peak in backward {m['peak']:,} B, held after {m['after']:,} B")
-    for field, value in m.items():
-        results.number(f"mem_{key}_{field}", float(value), f"{key} graph: bytes, {field}", rtol=0.1)
+for key, field in [(key, field) for key, m in memory.items() for field in m]:
+    results.number(f"mem_{key}_{field}", float(memory[key][field]), f"{key} graph: bytes, {field}", rtol=0.1)
 results.number("mem_param_bytes", param_bytes, "bytes of the parameters' gradients")
 freed, retained = memory["freed"], memory["retained"]
-results.claim(
-    "freed_graph_returns_memory",
-    freed["after"] < 1.05 * param_bytes and freed["peak"] < 0.8 * retained["peak"],
-    "With the graph freed, backward() ends holding the parameters' gradients and under 5% more, and its "
-    "peak is lower than with retain_graph=True.",
-    {"freed": freed, "retained": retained, "param bytes": param_bytes},
-)
-explained = retained["graph"] + 8 * base_values + param_bytes  # values, interior grads, parameter grads
-held = retained["after"]
+returns = freed["after"] < 1.05 * param_bytes and freed["peak"] < 0.8 * retained["peak"]
+results.claim("freed_graph_returns_memory", returns, "With the graph freed, backward() ends holding the "
+              "parameters' gradients and under 5% more, and its peak is lower than with retain_graph=True.",
+              {"freed": freed, "retained": retained})  # fmt: skip
+held, explained = retained["after"], retained["graph"] + 8 * base_values + param_bytes  # + all grads
 results.claim("retained_is_values_and_grads", abs(held - explained) < 0.05 * held,
               "With retain_graph=True, backward() ends holding the graph, a gradient for every interior "
               "node and the parameters' gradients, to 5%.", {"held": held, "sum": explained})  # fmt: skip
@@ -222,7 +219,7 @@ results.claim("retained_is_values_and_grads", abs(held - explained) < 0.05 * hel
 
 
 # %%
-deep = 16  # deep enough that sqrt(L) segments pay off
+deep, segment = 16, 4  # deep enough that sqrt(L) segments of sqrt(L) layers pay off
 params = models.init_mlp([n_inputs] + [width] * deep + [1], "glorot", rng)
 X_batch = rng.normal(size=(batch, n_inputs))
 deep_loss = lambda params: ops.mean(models.mlp(params, X_batch, args.activation) ** 2)  # noqa: E731
@@ -231,19 +228,22 @@ with flops.counting() as one_evaluation:
 with flops.counting() as plain_flops:
     plain = engine.grad(deep_loss, params)
 with flops.counting() as checkpointed_flops:
-    checkpointed, peak = graph_memory.checkpointed_grad(params, X_batch, int(np.sqrt(deep)), args.activation)
-plain_values = graph_memory.stored_values(deep_loss([engine.Tensor(p, requires_grad=True) for p in params]))
+    checkpointed, peak, peak_read = graph_memory.checkpointed_grad(params, X_batch, segment, args.activation)
+graph = deep_loss([engine.Tensor(p, requires_grad=True) for p in params])
+plain_values, plain_read = graph_memory.stored_values(graph), graph_memory.values_rules_read(graph)
 difference = max(float(np.abs(a - b).max()) for a, b in zip(plain, checkpointed, strict=True))
-print(f"depth {deep}: plain stores {plain_values}, checkpointed at most {peak}; max |diff| {difference:.1e}")
 results.number("ckpt_depth", deep, "hidden layers of the checkpointing example")
-results.number("ckpt_segment", int(np.sqrt(deep)), "layers per checkpointed segment")
+results.number("ckpt_segment", segment, "layers per checkpointed segment")
 results.number("ckpt_plain_values", plain_values, "plain reverse mode: values stored")
 results.number("ckpt_values", peak, "checkpointed: most values held at once")
+results.number("ckpt_plain_read", plain_read, "plain reverse mode: values the rules read")
+results.number("ckpt_read", peak_read, "checkpointed: most values held at once that the rules read")
 results.number("ckpt_plain_cost", plain_flops.total / one_evaluation.total, "plain: flops / one evaluation")
 results.number("ckpt_cost", checkpointed_flops.total / one_evaluation.total, "checkpointed: flops / one eval")
 results.number("ckpt_difference", difference, "largest |plain - checkpointed| entry", rtol=0, atol=1e-12)
 extra = (checkpointed_flops.total - plain_flops.total) / one_evaluation.total
-results.claim("ckpt_tradeoff", peak < plain_values / 2 and abs(extra - 1) < 0.05 and difference == 0.0,
+fits = peak < plain_values / 2 and peak_read < plain_read / 2
+results.claim("ckpt_tradeoff", fits and abs(extra - 1) < 0.05 and difference == 0.0,
               "Checkpointing holds less than half the values for one extra evaluation, identical gradients.",
-              {"held": peak, "plain": plain_values, "extra": extra, "difference": difference})  # fmt: skip
+              {"held": (peak, peak_read), "plain": (plain_values, plain_read), "extra": extra})  # fmt: skip
 results.save()

@@ -137,8 +137,8 @@ results.number("rnn_steps", args.steps, "time steps of the RNN")
 # dominated by the smallest gradient entries. The *scaled* one divides the largest
 # $|a_k - b_k|$ by the largest $|a_k|$. Forward mode and the complex step subtract no nearly
 # equal numbers, so they agree to a few units of the last place; central differences carry
-# truncation and rounding errors near $\epsilon^{2/3} \approx 4 \times 10^{-11}$ relative to the
-# gradient's scale (see `gradlab/numerical.py`). The claims below fail the run if a method is
+# truncation and rounding errors near $\epsilon^{2/3} \lvert L\rvert \approx 4 \times 10^{-11} \lvert L\rvert$
+# (see `gradlab/numerical.py`). The claims below fail the run if a method is
 # off by more than rounding explains, on any seed.
 
 # %%
@@ -162,8 +162,16 @@ for (model, method, measure), values in errors.items():
 if args.activation == "relu":  # the exercise's question: does a step cross a kink on these seeds?
     crossings = [kink_crossings(*mlp_problem(np.random.default_rng([seed, 0]))) for seed in seeds]
     results.spread("kink_crossings", crossings, "central-difference steps that cross a ReLU kink")
-    none = "On these seeds no central-difference step carries a ReLU pre-activation across 0."
-    results.claim("no_kink_crossed", max(crossings) == 0, none, {"crossings": crossings}, answer=True)
+    central = errors[("mlp", "central", "scaled")]
+    eps23 = np.finfo(float).eps ** (2 / 3)
+    clean = [c < 100 * eps23 for c, n in zip(central, crossings, strict=True) if n == 0]
+    results.claim("central_fine_uncrossed", all(clean), "Where no step crosses a kink, central differences "
+                  "stay within 100 eps^(2/3) on the MLP.", {"crossings": crossings, "central": central},
+                  answer=True)  # fmt: skip
+    broken = [c > 1e-2 for c, n in zip(central, crossings, strict=True) if n > 0]
+    results.claim("crossing_breaks_central", all(broken), "Where a step crosses a kink, central differences' "
+                  "scaled error on the MLP exceeds 1%.", {"crossings": crossings, "central": central},
+                  answer=True)  # fmt: skip
 worst = {m: max(max(errors[(k, m, "error")]) for k in ("mlp", "rnn")) for m in ("forward", "complex")}
 results.number(
     "worst_exact_error", max(worst.values()), "largest elementwise error, forward/complex", atol=1e-11
@@ -203,12 +211,18 @@ central_ratio = [  # elementwise / scaled: above 1 only where the worst entry is
     for k in ("mlp", "rnn")
     for e, s in zip(errors[(k, "central", "error")], errors[(k, "central", "scaled")], strict=True)
 ]
+results.number(
+    "central_ratio_median", np.median(central_ratio), "central: elementwise / scaled, median problem"
+)
+results.number(
+    "central_ratio_min", min(central_ratio), "central: elementwise / scaled, smallest over problems"
+)
 results.claim(
     "central_elementwise_larger",
-    min(central_ratio) > 2,
-    "Central differences' elementwise error is more than twice their scaled error on every seed: "
-    "their rounding error is absolute, so it weighs most on entries smaller than the largest.",
-    {"elementwise / scaled": min(central_ratio)},
+    min(central_ratio) > 0.99 and np.median(central_ratio) > 2,
+    "Central differences' elementwise error is never below their scaled error, and on most problems more "
+    "than twice it: their rounding error is absolute, so it weighs most on entries smaller than the largest.",
+    {"elementwise / scaled": central_ratio},
 )
 
 # %%

@@ -4,10 +4,12 @@ The MNIST-shaped MLP of the chapter (784-128-128-10, tanh, squared error, a batc
 from gradlab's arrays, differentiated by `loss.backward()`. `torch.utils.flop_counter` counts the
 matrix products' flops of the forward and the backward pass: with `requires_grad=False` on the
 input X (PyTorch's default for data) the backward pass skips dL/dX, one product of the first layer.
+Then what autograd saves for backward() (`saved_tensors_hooks`), against what gradlab's rules read.
 Quoted by docs/what-backprop-computes.md.
 """
 
 # %%
+import itertools
 import sys
 from pathlib import Path
 
@@ -86,6 +88,51 @@ results.claim(
     "and exactly the first layer's dL/dX product less when it does not.",
     {key: value[0] for key, value in ratios.items()} | {"first layer share": first_shares[0]},
 )
+
+# %% [markdown]
+# ## What autograd saves for the backward pass
+#
+# `torch.autograd.graph.saved_tensors_hooks` sees every tensor an op saves for its backward rule.
+# Count the distinct storages, leaving out the parameters and the data X (kept by the caller): the
+# storage example of the chapter, 4 layers of 64 units and a batch of 32.
+
+
+# %%
+# --8<-- [start:saved]
+def saved_values(activation, depth=4, width=64, batch=32):
+    """Entries of the intermediates autograd saves for backward(), counted once per storage."""
+    sizes = [3, *[width] * depth, 1]
+    Ws = [torch.randn(a, b, dtype=torch.float64, requires_grad=True) for a, b in itertools.pairwise(sizes)]
+    bs = [torch.zeros(b, dtype=torch.float64, requires_grad=True) for b in sizes[1:]]
+    X, saved = torch.randn(batch, 3, dtype=torch.float64), {}
+    kept_by_caller = {t.untyped_storage().data_ptr() for t in [X, *Ws, *bs]}
+
+    def pack(tensor):
+        saved[tensor.untyped_storage().data_ptr()] = tensor.numel()  # alive until backward(): no reuse
+        return tensor
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        h = X
+        for k, (W, b) in enumerate(zip(Ws, bs, strict=True)):
+            h = h @ W + b if k == depth else activation(h @ W + b)
+        loss = (h**2).mean()
+    loss.backward()
+    return sum(n for pointer, n in saved.items() if pointer not in kept_by_caller)
+
+
+# --8<-- [end:saved]
+torch.manual_seed(0)  # the count depends on the shapes only
+saved = {name: saved_values(getattr(torch, name)) for name in ("tanh", "relu", "sigmoid")}
+print("values autograd saves:", saved)
+results.twin("saved_tanh", saved["tanh"], "torch: values autograd saves (tanh storage example)",
+             of="backprop_costs.read_values", rtol=0, atol=0,
+             reason="the same rules read the same values: tanh's output, which is the next product's "
+             "input, and the output unit's value for the square")  # fmt: skip
+results.number("saved_relu", saved["relu"], "torch: values autograd saves (relu)")
+results.number("saved_sigmoid", saved["sigmoid"], "torch: values autograd saves (sigmoid)")
+results.claim("saves_one_per_unit", len(set(saved.values())) == 1 and saved["tanh"] == 32 * (4 * 64 + 1),
+              "PyTorch saves one value per hidden unit per example for tanh, relu and sigmoid alike (each "
+              "saves its output), and the output unit's value.", saved)  # fmt: skip
 
 # %%
 results.save()
