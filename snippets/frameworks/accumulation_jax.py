@@ -153,7 +153,35 @@ try:  # the in-place edit of the torch tab
     immutable = False
 except TypeError:
     immutable = True
+
+# %% [markdown]
+# ## Repeated and out-of-range indices
+
+
+# %%
+# --8<-- [start:indices]
+idx, G = jnp.array([0, 0, 1]), jnp.array([1.0, 2.0, 3.0])
+written, added = jnp.zeros(3).at[idx].set(G), jnp.zeros(3).at[idx].add(G)
+E, row_2 = jnp.arange(3.0), jnp.array([0.0, 0.0, 1.0])
+
+
+def lookup(E):  # index 5 of a 3-row table: the gather clamps it to the last row
+    return E[jnp.array([5])].sum()
+
+
+reverse = jax.grad(lookup)(E)  # its VJP is a scatter, which drops an out-of-range index
+forward = jax.jvp(lookup, (E,), (row_2,))[1]
+central = (lookup(E + 1e-6 * row_2) - lookup(E - 1e-6 * row_2)) / 2e-6
+# --8<-- [end:indices]
+print(f".at[].set {written}, .at[].add {added}; E[5] = {lookup(E)}: grad {reverse}, jvp {forward}")
 CLAIMS = [
+    ("at_add_accumulates", added.tolist() == [3.0, 3.0, 0.0] and float(written[0]) in (1.0, 2.0),
+     "With idx = [0, 0, 1], `.at[idx].set(G)` keeps one contribution to row 0 and `.at[idx].add(G)` "
+     "adds both."),
+    ("out_of_range_gradient_dropped", float(lookup(E)) == float(E[2]) and not reverse.any()
+     and float(forward) == 1.0 and abs(float(central) - 1) < 1e-8, "`E[5]` on a 3-row table returns "
+     "the last row, but `jax.grad` gives 0 for every row, while `jax.jvp` and central differences give "
+     "1 for the last row: reverse mode disagrees with forward mode and with the function."),
     ("pure", all(pure), "jax.grad called twice at the same point returns the same gradient: nothing "
      "accumulates."),
     ("adam_agrees", gap < 1e-12, "On every seed the functional Adam and gradlab's Adam end at the same "

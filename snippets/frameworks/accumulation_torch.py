@@ -201,7 +201,26 @@ results.number(
 results.spread("data_ratio", runs["data_ratio"], "dL/dw after a .data edit / the right gradient", rtol=1e-12)
 results.number("n_errors", len(errors), "distinct errors raised by the .detach() and in-place edits")
 print("errors:", errors)
+
+# %% [markdown]
+# ## A repeated index: indexing assignment against index_add_
+
+
+# %%
+# --8<-- [start:indices]
+idx, G = torch.tensor([0, 0, 1]), torch.tensor([1.0, 2.0, 3.0])
+buffered = torch.zeros(3)
+buffered[idx] += G  # index_put_ without accumulate: undefined with repeated indices
+added = torch.zeros(3).index_add_(0, idx, G)  # adds every contribution
+E = torch.zeros(3, requires_grad=True)
+(E[idx] * G).sum().backward()  # autograd's backward of a lookup adds, like index_add_
+# --8<-- [end:indices]
+buffered, added, lookup_grad = buffered.tolist(), added.tolist(), E.grad.tolist()
+print(f"g[idx] += G: {buffered}, index_add_: {added}, E.grad: {lookup_grad}")
 CLAIMS = [
+    ("index_add_accumulates", added == lookup_grad == [3.0, 3.0, 0.0] and buffered[0] in (1.0, 2.0),
+     f"With idx = [0, 0, 1], `g[idx] += G` keeps one contribution to row 0 ({buffered}), while "
+     f"`index_add_` and autograd's backward of `E[idx]` add both ({added})."),
     ("adam_agrees", gap < 1e-12, "On every seed torch.optim.Adam and gradlab's Adam end at the same loss "
      "to 1e-12 after 600 steps."),
     ("stale_higher", all(s > r for s, r in zip(runs["stale"], runs["reset"], strict=True)),
