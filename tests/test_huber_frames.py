@@ -40,3 +40,14 @@ def test_frames_draw_each_deltas_line_and_the_largest_delta_is_least_squares(tmp
     assert frames["default"] == 1 and len(set(frames["description"])) == 3
     assert swept["largest_residual"] < 50 and swept["to_least_squares"] < 1e-9
     assert np.all(np.diff(swept["errors"]) != 0)
+
+
+def test_figure_draws_the_first_rows_points_and_lines_with_each_slope_error_in_its_alt_text(tmp_path):
+    x, y, is_outlier = data()
+    fits = {"squared": shape.fit_least_squares(x, y), "huber": (np.array([2.1, 2.0]), np.array([0.5, 0.5]))}
+    fits["squared_clean"] = shape.fit_least_squares(x[:, ~is_outlier], y[:, ~is_outlier])
+    results = snippet.Results("demo", tmp_path)
+    huber_frames.figure(results, "fits", x, y, is_outlier, fits, (2.0, 0.5), seed=4, offset=-6.0)
+    alt = results.figures["fits"]["alt"]
+    assert "Seed 4" in alt and "2 outliers moved by -6" in alt and "Huber: 0.10" in alt
+    assert f"squared error: {abs(fits['squared'][0][0] - 2.0):.2f}" in alt

@@ -1,9 +1,10 @@
 """shape: closed-form logit gradients against the engine, the optimizers' update rules, the
-step counter, the grid's best rate, the line fits and the per-point gradient shares."""
+step counter, the grid's best rate, held-out accuracy of a fit, the line fits and their safe rate,
+the per-point gradient shares and the two figures."""
 
 import numpy as np
 import pytest
-from gradlab import engine, losses, ops, optim, shape
+from gradlab import engine, losses, ops, optim, shape, snippet
 
 
 def data(seeds=3, points=50):
@@ -101,6 +102,40 @@ def test_line_fits_recover_a_line():
     np.testing.assert_allclose(slope, 2.0, atol=1e-6)
     np.testing.assert_allclose(intercept, 0.5, atol=1e-6)
     assert grad_norm < 1e-6
+
+
+def test_safe_rate_is_lr_near_unit_curvature_and_makes_gradient_descent_converge_far_out():
+    x = np.stack([np.linspace(-1, 1, 20), np.r_[np.linspace(-1, 1, 17), 5.0, 5.0, 5.0]])
+    rates = shape.safe_rate(x)
+    for row, rate in zip(x, rates[:, 0], strict=True):
+        design = np.stack([row, np.ones_like(row)])
+        largest = np.linalg.eigvalsh(design @ design.T / row.size).max()
+        np.testing.assert_allclose(rate, min(1.0, 1.5 / largest), rtol=1e-12)
+    assert rates[0, 0] == 1.0 and rates[1, 0] < 1.0  # the second row's lever x = 5 needs a smaller rate
+    y = 2.0 * x + 0.5
+    y[1, -3:] -= 8.0
+    _, _, grad_norm = shape.fit_gradient_descent(losses.huber, x, y)
+    assert grad_norm < 1e-10  # at rate 1 the second row diverges: its curvature bound is above 2
+
+
+def test_fitted_accuracy_scores_each_rows_own_fit_on_other_points():
+    x, y = data()
+    x_test, y_test = data(points=400)
+    for key in shape.LOSSES:
+        theta, _ = shape.minima(key, x, y)
+        expected = shape.accuracy(theta[:, :1], theta[:, 1:], x_test, y_test)[:, 0]
+        np.testing.assert_array_equal(shape.fitted_accuracy(key, x, y, x_test, y_test), expected)
+    assert np.all(shape.fitted_accuracy("ce", x, 1 - y, x_test, y_test) < 0.2)  # every label wrong
+
+
+def test_figures_are_saved_with_alt_text(tmp_path):
+    results = snippet.Results("demo", tmp_path)
+    programs = {"squared": losses.sigmoid_squared_error, "ce": losses.binary_cross_entropy_from_logits}
+    shape.logit_gradient_figure(results, "logits", programs, np.linspace(-5, 5, 11), -2.0)
+    grids = {("gd", "ce"): np.array([[3.0, 4.0], [np.inf, 2.0]])}
+    shape.tuning_figure(results, "tuning", [0.1, 1.0], grids, 2000)
+    assert {"logits", "tuning"} <= set(results.figures)
+    assert all((tmp_path / f"{key}.svg").exists() for key in ("logits", "tuning"))
 
 
 def test_per_point_norms_are_each_points_own_gradient_and_shares_sum_to_one():

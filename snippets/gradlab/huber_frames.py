@@ -6,9 +6,10 @@ gradient-descent steps for both, so the sweep costs little). `record` turns the 
 frames of `Results.frames`: the Huber line against the least-squares line and the true line.
 """
 
+import matplotlib.pyplot as plt
 import numpy as np
 
-from . import losses, shape
+from . import losses, plot, shape
 
 
 def fit_with_sweep(x, y, delta, deltas, **options):
@@ -66,7 +67,8 @@ def record(results, key, x, y, is_outlier, deltas, sweep, least_squares, truth, 
         },
         description=[
             f"δ = {d:g}: the Huber line's slope misses the true slope by {e:.3f} (least squares: "
-            f"{abs(ls_slope - truth[0]):.3f}); the outliers own {s:.1%} of the gradient norms at its fit"
+            f"{abs(ls_slope - truth[0]):.3f}); the outliers own {s:.1%} of the summed per-point "
+            "gradient norms at its fit"
             for d, e, s in zip(deltas, errors, shares, strict=True)
         ],
         command=f"python snippets/loss_shape.py --delta {{value}} --seed {seed}",  # the first seed
@@ -85,3 +87,30 @@ def record(results, key, x, y, is_outlier, deltas, sweep, least_squares, truth, 
         "to_least_squares": abs(slopes[-1] - ls_slope),
         "grad_norm": grad_norm,
     }
+
+
+def figure(results, key, x, y, is_outlier, fits, truth, *, seed, offset):
+    """Figure ``key``: the first row's points, its outliers and the first row's line of each fit in
+    ``fits`` (name -> (slopes, intercepts); the names "squared", "huber", "squared_clean") against the
+    true line ``truth`` = (slope, intercept); ``seed`` is that row's seed, ``offset`` the outliers' shift."""
+    fig, ax = plt.subplots()
+    # hollow markers: in the dark theme the data's sky blue is close to the squared-error line's blue
+    ax.plot(x[0, ~is_outlier], y[0, ~is_outlier], "o", color=plot.PALETTE[5], mfc="none", ms=4, label="data")
+    ax.plot(
+        x[0, is_outlier], y[0, is_outlier], "x", color=plot.PALETTE[3], markersize=7, mew=2, label="outliers"
+    )
+    grid = np.array([-1.0, 1.0])
+    labels = {"squared": "squared error", "huber": "Huber", "squared_clean": "squared error, no outliers"}
+    for (name, (slope, intercept)), style, color in zip(fits.items(), "--:", plot.PALETTE[:3], strict=True):
+        ax.plot(grid, slope[0] * grid + intercept[0], style, color=color, label=labels[name])
+    ax.plot(grid, truth[0] * grid + truth[1], color=plot.PALETTE[4], lw=1, label="true line")
+    outliers = int(is_outlier.sum())
+    ax.set(title=f"{outliers} outliers tilt the squared-error fit (seed {seed})", xlabel="x", ylabel="y")
+    ax.legend(loc="lower left")
+    errors = "; ".join(f"{labels[name]}: {abs(fit[0][0] - truth[0]):.2f}" for name, fit in fits.items())
+    results.figure(
+        fig,
+        key,
+        alt=f"Seed {seed}: noisy points along a line and {outliers} outliers moved by {offset:g} in y at the "
+        f"right end. Slope error of each fitted line: {errors}.",
+    )

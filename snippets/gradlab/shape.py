@@ -15,16 +15,19 @@ The optimizers differ only in what they do with the gradient g of the mean loss 
 
 Every array has a leading batch shape (one run per learning rate and seed); the data have
 shape (seeds, points) and broadcast against it. The line fits at the end serve the regression
-half of docs/shape-of-the-loss.md: one line per row (seed) of x and y.
+half of docs/shape-of-the-loss.md: one line per row (seed) of x and y; the two figures of the
+logistic half close the module.
 """
 
+import matplotlib.pyplot as plt
 import numpy as np
 
-from . import check, engine, losses, ops
+from . import check, engine, losses, ops, plot
 from .optim import Adam
 
 LOSSES = ("squared", "ce")
 OPTIMIZERS = ("gd", "normalized", "adam")
+LABELS = {"squared": "sigmoid + squared error", "ce": "cross-entropy"}
 
 
 def sigmoid(z):
@@ -68,6 +71,12 @@ def _loss_and_gradient(loss, w, b, x, y):
 def accuracy(w, b, x, y):
     """Share of points whose predicted class (z > 0) is the label, over the last axis."""
     return np.mean((w * x + b > 0) == (y > 0), axis=-1, keepdims=True)
+
+
+def fitted_accuracy(loss, x, y, x_test, y_test):
+    """Per row: fit `loss` to (x, y) with `minima`, return the fit's `accuracy` on (x_test, y_test)."""
+    theta, _ = minima(loss, x, y)
+    return accuracy(theta[:, :1], theta[:, 1:], x_test, y_test)[:, 0]
 
 
 def closed_form_error(w, b, x, y):
@@ -224,10 +233,22 @@ def fit_least_squares(x, y):
     return np.array(fits).T
 
 
+def safe_rate(x, lr=1.0):
+    """Per row of x, `lr` or, where smaller, 1.5 / L: L is the largest eigenvalue of the mean of
+    (x_i, 1)(x_i, 1)^T, the Hessian of the mean of r^2 / 2, which bounds the Hessian of the mean
+    of any convex loss whose second derivative is at most 1 (Huber's); gradient descent on such a
+    loss converges at any rate below 2 / L. Shape (rows, 1). For x drawn uniformly from [-1, 1],
+    L is near 1 and the rate is `lr` = 1 itself; points far out in x (high leverage) make L large."""
+    mean_x, mean_x2 = x.mean(-1), (x * x).mean(-1)
+    largest = (mean_x2 + 1) / 2 + np.sqrt(((mean_x2 - 1) / 2) ** 2 + mean_x**2)
+    return np.minimum(lr, 1.5 / largest)[:, None]
+
+
 def fit_gradient_descent(loss, x, y, lr=1.0, steps=2000):
     """(slopes, intercepts, largest final gradient norm) after `steps` of gradient descent on the
-    mean of loss(a x + b - y) over each row, from (0, 0); the gradient by the engine."""
-    params = [np.zeros((len(x), 1)), np.zeros((len(x), 1))]
+    mean of loss(a x + b - y) over each row, from (0, 0), at `safe_rate(x, lr)`; the gradient by
+    the engine."""
+    params, lr = [np.zeros((len(x), 1)), np.zeros((len(x), 1))], safe_rate(x, lr)
     for _ in range(steps):
         grads = engine.grad(lambda p: ops.sum(loss(p[0] * x + p[1] - y)) / x.shape[-1], params)
         params = [p - lr * g for p, g in zip(params, grads, strict=True)]
@@ -240,3 +261,44 @@ def per_point_gradient_norms(loss, slopes, intercepts, x, y):
     copies = [np.broadcast_to(np.reshape(v, (-1, 1)), x.shape).copy() for v in (slopes, intercepts)]
     g_slope, g_intercept = engine.grad(lambda p: ops.sum(loss(p[0] * x + p[1] - y)), copies)
     return np.hypot(g_slope, g_intercept)
+
+
+# ----- The logistic half's figures ---------------------------------------------------------------
+
+
+def logit_gradient_figure(results, key, programs, z, logit):
+    """Figure ``key``: |dL/dz| for label 1 on the grid ``z``, by the engine's reverse mode through each
+    of ``programs`` (loss name in LOSSES -> loss(z, y)), with the quoted ``logit`` marked."""
+    fig, ax = plt.subplots()
+    for name, loss in programs.items():
+        (gradient,) = engine.grad(lambda p, loss=loss: ops.sum(loss(p[0], 1.0)), [z])
+        ax.plot(z, np.abs(gradient), label=LABELS[name])
+    ax.axvline(logit, color=plot.PALETTE[4], linestyle=":", label=f"z = {logit:g}")
+    ax.set(yscale="log", title="Cross-entropy keeps a gradient where the sigmoid saturates (label 1)")
+    ax.set(xlabel="logit z", ylabel="|dL/dz| (log scale)")
+    ax.legend()
+    results.figure(
+        fig,
+        key,
+        alt="Absolute gradient with respect to the logit for label 1: cross-entropy's tends to 1 as z "
+        "becomes very negative, sigmoid plus squared error's falls exponentially toward zero.",
+    )
+
+
+def tuning_figure(results, key, lrs, grids, cap):
+    """Figure ``key``: the median over seeds of `tune`'s steps against the rate, for every (optimizer,
+    loss) in ``grids`` (-> steps of shape (len(lrs), seeds)); runs past ``cap`` leave gaps."""
+    fig, ax = plt.subplots(figsize=(8.4, 3.6))
+    for (optimizer, loss), grid in grids.items():
+        color, style = plot.PALETTE[OPTIMIZERS.index(optimizer)], "-" if loss == "squared" else "--"
+        ax.loglog(lrs, np.median(grid, axis=1), style, color=color, label=f"{optimizer}, {LABELS[loss]}")
+    ax.set(title="Steps to 1% of the loss gap against the learning rate", xlabel="learning rate (log scale)")
+    ax.set(ylabel="steps, median over seeds (log scale)")
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
+    results.figure(
+        fig,
+        key,
+        alt="Median steps to 1% of the loss gap against the learning rate: gradient descent, normalized "
+        f"steps, Adam, each with squared error behind a sigmoid and with cross-entropy; gaps: not within "
+        f"{cap} steps.",
+    )
