@@ -149,18 +149,17 @@ for name, holds, statement, values in [
 
 # %% [markdown]
 # ## Training a linear predictor, on each seed
-# $\hat y = X w$. Most samples use features 1 and 2 and start with errors mostly below 1; a
-# few rare samples use feature 3 alone, whose weight starts far from its true value, so they
-# start with errors far above 1. Full-batch gradient descent on each loss, and on the
-# squared error with each sample's gradient clipped to $[-1, 1]$ before the update.
+# $\hat y = X w$. Common samples use features 1 and 2 and start with errors mostly below 1 (some
+# above); rare samples use feature 3 alone, whose weight starts far off, so their errors start far
+# above 1. Full-batch gradient descent on each loss, and on the squared error with each sample's
+# gradient clipped to $[-1, 1]$ (summed as `X.T @ g`: another order than the engine's reduction).
 
 # %%
 COMMON, RARE = 60, 4
 w_true = np.array([1.0, -2.0, 3.0])
-w_start = w_true + np.array([0.3, -0.3, -3.0])
+w_start = w_true + np.array([0.6, -0.6, -3.0])
 runs = {key: [] for key in ("above", "common_max", "rare_start", "clipped_common", "same_update", "frozen")}
-rare_error = {name: [] for name in LOSSES}
-final_w3 = {name: [] for name in LOSSES}
+rare_error, final_w3 = ({name: [] for name in LOSSES} for _ in range(2))
 for seed, rng in zip(SEEDS, rngs, strict=True):
     X = np.zeros((COMMON + RARE, 3))
     X[:COMMON, :2] = rng.normal(size=(COMMON, 2))
@@ -215,17 +214,18 @@ for name in LOSSES:
     )
     results.spread(f"w3_{name}", final_w3[name], f"{name}: rare feature's weight after training", rtol=1e-4)
 results.spread("common_error_clipped", runs["clipped_common"], "clipped: largest common |error|", atol=1e-12)
-results.spread("gradient_clipped_vs_huber_w", runs["same_update"], "max |w, clipped gradient - w, Huber|")
+results.spread("gradient_clipped_vs_huber_w", runs["same_update"], "max |w diff| vs Huber", atol=1e-12)
 for name, holds, statement, values in [
     ("clipped_never_moves_rare", np.all(runs["frozen"]),
      "with the clipped-then-squared loss the rare weight and the rare samples' errors never move", {}),
     ("squared_and_huber_fit_rare", max(np.max(rare_error["squared"]), np.max(rare_error["huber"])) < 1e-3,
      "squared error and Huber bring every rare sample's error below 0.001", rare_error),
-    ("common_fitted_anyway", np.all(runs["clipped_common"] < 1e-6) and np.any(runs["above"] > 0),
-     "under the clipped loss every common sample, including those that start above 1, ends within 1e-6",
+    ("common_fitted_anyway", np.all(runs["clipped_common"] < 1e-6) and np.all(runs["above"] >= 2),
+     "on every seed at least 2 common samples start above 1, and under the clipped loss every common "
+     "sample, those included, ends within 1e-6",
      {"clipped_common": runs["clipped_common"], "above": runs["above"]}),
-    ("same_update", np.all(runs["same_update"] == 0),
-     "Huber and the per-sample clipped squared-error gradient end at identical weights (difference 0)",
+    ("same_update", np.all(runs["same_update"] < 1e-12),
+     "Huber and the per-sample clipped squared-error gradient end at the same weights to 1e-12",
      {"differences": runs["same_update"]}),
 ]:  # fmt: skip
     results.claim(name, bool(holds), statement, values)

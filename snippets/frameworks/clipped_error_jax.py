@@ -95,13 +95,14 @@ results.claim(
 
 # %% [markdown]
 # ## Clipping by global norm, by hand
-# optax's `clip_by_global_norm` does this; in plain JAX it is a few lines over the gradient's pytree.
+# optax's `clip_by_global_norm` is a gradient transformation that returns the clipped updates, not
+# the norm (`optax.global_norm` computes it); in plain JAX it is a few lines over the gradient's pytree.
 # The linear predictor of clipped_error.py at its start (the same draws), squared error, clipped
 # to `MAX_NORM`: return the norm before clipping beside the clipped gradient, and log the one you mean.
 
 # %%
 COMMON, RARE, MAX_NORM = 60, 4, 0.1  # clipped_error.py's sample counts; a threshold below every seed's norm
-W_TRUE, W_START = np.array([1.0, -2.0, 3.0]), np.array([1.3, -2.3, 0.0])
+W_TRUE, W_START = np.array([1.0, -2.0, 3.0]), np.array([1.6, -2.6, 0.0])
 
 
 # --8<-- [start:leak]
