@@ -24,11 +24,10 @@ args, results = snippet.parse(parser)
 
 # %% [markdown]
 # ## The slope bound, and where the program rounds the slope to zero
-#
-# $\sigma'(z) = \sigma(z)\sigma(-z) \le 1/4$; $\tanh' \le 1$. $1/(1 + e^{-z})$ is exactly 1.0 once
-# $e^{-z} \le 2^{-p}$ ($p$ = 53 in float64, 24 in float32): from the first float $\ge p \ln 2$, found
-# in decimal arithmetic, not with the machine's `exp`. There the rule $y(1-y)$ returns 0; gradlab's
-# $\sigma(z)\sigma(-z)$ stays positive until $e^{-z}$ underflows, past $1075 \ln 2$.
+# $\sigma'(z) = \sigma(z)\sigma(-z) \le 1/4$; $\tanh' \le 1$. The formula $1/(1 + e^{-z})$, rounded twice, is
+# exactly 1.0 once $e^{-z} \le 2^{-p}$ ($p$ = 53 in float64, 24 in float32): from the first float $\ge
+# p \ln 2$, found in decimal arithmetic, not with the machine's `exp`; the correctly rounded $\sigma$ only
+# from $(p+1)\ln 2$. There $y(1-y)$ returns 0; $\sigma(z)\sigma(-z)$ stays positive past $1075 \ln 2$.
 
 # %%
 grid = np.linspace(-10, 10, 2001)
@@ -45,13 +44,18 @@ for dtype, bits, tiny, zero in ((np.float64, 53, 1022, 1075), (np.float32, 24, 1
 y_below = ops.sigmoid(z_below := np.nextafter(logistic.first_float_at_or_above(53), 0.0))
 results.number("slope_rule_just_below", y_below * (1 - y_below), "y(1 - y) one float below z_one_float64")
 results.number("slope_true_just_below", logistic.reference_slope(z_below), "true sigma' there (decimal)")
+correct = logistic.correctly_rounded(37.0)  # sigma(37) rounded once: 1 - 2^-53, not 1.0
+for key in ("one_minus", "rule_slope", "z_one"):
+    results.number(f"correct37_{key}", correct[key], f"correctly rounded sigma at 37: {key}")
+held = correct["one_minus"] > 0 and correct["threshold_holds"] and correct["flat_under_step"]
+results.claim("correct_sigma_not_one", bool(held), "The correctly rounded sigma(37) is 1 - 2^-53, not 1.0, "
+    "and the same at 37 -+ h; it first rounds to 1.0 at the first float above 54 ln 2.", correct)  # fmt: skip
 (far := engine.Tensor(np.array([745.0, 746.0]), requires_grad=True)).sigmoid().sum().backward()
 statement = "gradlab's slope sigmoid(z) sigmoid(-z) is > 0 at z = 745 and 0 at z = 746."
 results.claim("gradlab_slope_lasts", bool(far.grad[0] > 0 == far.grad[1]), statement, {"slope": far.grad})
 
 # %% [markdown]
 # ## A case where the methods disagree
-#
 # $\sigma'(37)$ by the rule $y(1-y)$ (reverse, forward mode), central differences, complex step, gradlab.
 
 # %%
@@ -65,7 +69,6 @@ results.claim("methods_disagree_at_37", at_37["reverse_rule"] == at_37["forward_
 
 # %% [markdown]
 # ## The stack, on five seeds
-#
 # Inputs standardized or raw (mean and std `--input-scale`, like features in natural units). Per seed
 # one standard-normal weight draw, rescaled for every setup. Backward signal: $\lVert \partial L/\partial
 # z_l \rVert$. Saturated: slope below 1% of the largest, $|z| > 6$ (sigmoid), $|z| > 3$ (tanh).
@@ -162,6 +165,7 @@ right.axhline(1, color="black", linewidth=0.8), left.legend(fontsize="small"), r
 results.spread("crossing_std", crossings, "s where the signal ratio first reaches 1 (log-log interpolated)")
 results.spread("crossing_multiple", crossings / glorot, "that s in multiples of Glorot's std")
 results.number("glorot_std", glorot, "Glorot's std for the square layers")
+results.number("huge_std", 2 * args.weight_std, "the huge setup's weight std, 2 s")
 results.number("offset_std_glorot4", np.sqrt(args.width) * 2 * glorot, "std of sum_i W[i, j] / 2, 4 × Glorot")
 slope = seeds_of["slope_mean"]
 results.claim("four_times_glorot_falls_short", bool(slope["glorot"].min() > 0.22 and slope["glorot4"].max()
@@ -177,7 +181,6 @@ results.figure(fig, "saturated_vs_scale", alt=f"As the weight std s grows, the s
 
 # %% [markdown]
 # ## Is it backprop?
-#
 # The Glorot sigmoid stack's first-layer gradient by four methods, on every seed. Central differences
 # carry an absolute rounding error near $\epsilon |L| / h$ ($h = \epsilon^{1/3}$) in every entry.
 
@@ -196,7 +199,6 @@ results.claim("methods_agree_on_the_stack", bool(worst["forward"] < 1e-10 and wo
 
 # %% [markdown]
 # ## Why: the product of Jacobians, and its bound
-#
 # $\lVert \partial L/\partial h_0 \rVert \le \prod_l \tfrac14 \lVert W_l \rVert_2
 # \lVert \partial L/\partial h_D \rVert$ on the Glorot sigmoid stack; measured / bound splits exactly
 # into slopes and directions (`bound_split`).
@@ -227,9 +229,7 @@ at_defaults = [draw(np.random.default_rng(s), D10, RAW20) for s in snippet.seeds
 at_defaults = [setup_report(rescaled(d[3], "glorot"), *d[:3], "sigmoid") for d in at_defaults]
 ratio10, raw20 = (np.array([r[q] for r in at_defaults]) for q in ("signal_ratio", "first_saturated_raw"))
 predicted, estimate = ratio10 ** ((args.depth - 1) / (D10 - 1)), seeds_of["signal_estimate"]
-results.spread(
-    "predicted_ratio_glorot", predicted, f"Glorot sigmoid: the seed's ratio at depth {D10}^((D-1)/9)"
-)
+results.spread("predicted_ratio_glorot", predicted, f"Glorot sigmoid: the seed's ratio at {D10}, ^((D-1)/9)")
 near_fit = np.abs(np.r_[measured, ratio10 ** (1 / (D10 - 1))] / per_layer["glorot"] - 1)
 ANSWERS = [  # what the answers to the exercises state, about other settings
     ("factor_near_fit", near_fit.max() < 0.15, f"On every seed that factor and the same seed's {D10}-layer "

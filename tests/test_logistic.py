@@ -51,3 +51,14 @@ def test_slope_by_methods_at_37_and_at_1():
     assert all(abs(at_37[key] / at_37["true"] - 1) < 1e-14 for key in ("complex", "reverse_gradlab"))
     at_1 = logistic.slope_by_methods(1.0)
     assert all(abs(value / at_1["true"] - 1) < 1e-9 for value in at_1.values())
+
+
+def test_correctly_rounded_sigma_reaches_one_a_bit_later_than_the_formula():
+    at_37 = logistic.correctly_rounded(37.0)
+    assert at_37["one_minus"] == 2.0**-53  # the formula 1 / (1 + e^-37) gives exactly 1.0 here
+    np.testing.assert_allclose(at_37["rule_slope"], 2.0**-53, rtol=1e-15)  # ~30% above sigma'(37)
+    assert at_37["threshold_holds"] and at_37["flat_under_step"]
+    assert abs(at_37["z_one"] - 54 * np.log(2)) < 1e-14 and at_37["z_one"] > logistic.first_float_at_or_above(
+        53
+    )
+    assert not logistic.correctly_rounded(20.0)["flat_under_step"]  # there 2 h sigma' is above an ulp

@@ -17,7 +17,7 @@ import jax
 jax.config.update("jax_enable_x64", True)  # float64, as gradlab
 import jax.numpy as jnp
 import numpy as np
-from gradlab import backward_signal, engine, models, snippet
+from gradlab import backward_signal, engine, logistic, models, snippet
 
 parser = snippet.parser(__doc__)
 args, results = snippet.parse(parser)
@@ -63,7 +63,14 @@ def signal_ratio(params, X, y):
 z = jnp.array([37.0, 40.0])
 slope_reverse = jax.vmap(jax.grad(jax.nn.sigmoid))(z)
 _, slope_forward = jax.jvp(jax.nn.sigmoid, (z,), (jnp.ones(2),))
-slope_formula = jax.nn.sigmoid(z) * jax.nn.sigmoid(-z)  # gradlab's sigma(z) sigma(-z)
+slope_formula = jax.nn.sigmoid(z) * jax.nn.sigmoid(-z)  # a number; jax.grad's rule unchanged
+
+# JAX's built-in remedy: with accuracy=HIGHEST, logistic_p's JVP is ans * logistic(-x), sigma(z) sigma(-z),
+# and tanh_p's is 4 sigma(2x) sigma(-2x) instead of (1 + y)(1 - y)
+HIGHEST = jax.lax.AccuracyMode.HIGHEST
+slope_highest = jax.vmap(jax.grad(lambda x: jax.lax.logistic(x, accuracy=HIGHEST)))(z)
+_, slope_highest_forward = jax.jvp(lambda x: jax.lax.logistic(x, accuracy=HIGHEST), (z,), (jnp.ones(2),))
+tanh20 = jax.grad(jnp.tanh)(20.0), jax.grad(lambda x: jax.lax.tanh(x, accuracy=HIGHEST))(20.0)
 # --8<-- [end:core]
 
 # %% [markdown]
@@ -115,6 +122,23 @@ results.claim(
 )
 print(f"sigma'(37), sigma'(40): jax reverse {slope_reverse.tolist()}, forward {slope_forward.tolist()}, "
       f"gradlab {far.grad.tolist()}")  # fmt: skip
+
+highest_gap = max(np.abs(np.asarray(g) / far.grad - 1).max() for g in (slope_highest, slope_highest_forward))
+tanh_true = 4 * logistic.reference_slope(40.0)  # tanh'(20) = 1 - tanh(20)^2 = 4 sigma(40) sigma(-40)
+for i, mode in enumerate(("default", "highest")):
+    results.number(
+        f"tanh20_{mode}", float(tanh20[i]), f"jax.grad of tanh at z = 20, accuracy {mode}", rtol=1e-12
+    )
+results.number("tanh20_true", tanh_true, "tanh'(20), decimal reference", rtol=1e-12)
+results.number("highest_gap", highest_gap, "accuracy=HIGHEST sigmoid slope at 37, 40 vs gradlab", atol=1e-14)
+results.claim(
+    "highest_keeps_the_slope",
+    bool(highest_gap < 1e-14 and float(tanh20[0]) == 0 and abs(float(tanh20[1]) / tanh_true - 1) < 1e-14),
+    "With accuracy=HIGHEST, jax.lax.logistic's slope at z = 37 and 40 (jax.grad and jax.jvp) matches "
+    "gradlab's sigma(z) sigma(-z) to 1e-14; tanh's slope at z = 20 is exactly 0 by default and, with "
+    "HIGHEST, the true value to 1e-14.",
+    {"gap": highest_gap, "tanh default": float(tanh20[0]), "tanh highest": float(tanh20[1])},
+)
 
 # %%
 results.save()

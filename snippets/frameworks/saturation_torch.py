@@ -61,7 +61,25 @@ z = torch.tensor([37.0, 40.0], dtype=torch.float64, requires_grad=True)
 torch.sigmoid(z).sum().backward()
 slope_reverse = z.grad
 _, slope_forward = torch.func.jvp(torch.sigmoid, (z.detach(),), (torch.ones(2, dtype=torch.float64),))
-slope_formula = torch.sigmoid(z.detach()) * torch.sigmoid(-z.detach())  # gradlab's sigma(z) sigma(-z)
+slope_formula = torch.sigmoid(z.detach()) * torch.sigmoid(-z.detach())  # a number; autograd unchanged
+
+
+class StableSigmoid(torch.autograd.Function):
+    """torch.sigmoid forward, with the backward rule sigma(z) sigma(-z) in place of y (1 - y)."""
+
+    @staticmethod
+    def forward(ctx, z):
+        ctx.save_for_backward(z)
+        return torch.sigmoid(z)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (z,) = ctx.saved_tensors
+        return grad * torch.sigmoid(z) * torch.sigmoid(-z)
+
+
+z_stable = z.detach().clone().requires_grad_()
+StableSigmoid.apply(z_stable).sum().backward()  # slope_stable = z_stable.grad
 # --8<-- [end:core]
 
 # %% [markdown]
@@ -102,21 +120,60 @@ results.twin(
     reason="both compute the rule y (1 - y) from y = 1.0 exactly: 0",
 )  # fmt: skip
 formula_gap = np.abs(slope_formula.numpy() / far.grad - 1).max()
+stable_gap = np.abs(z_stable.grad.numpy() / far.grad - 1).max()
+results.number(
+    "stable_gap", stable_gap, "StableSigmoid's slope at 37 and 40 against gradlab's, relative", atol=1e-14
+)
 results.claim(
     "torch_slope_is_zero_far_out",
     bool(torch.all(slope_reverse == 0) and torch.all(slope_forward == 0) and np.all(far.grad > 0))
-    and bool(formula_gap < 1e-14),
+    and bool(formula_gap < 1e-14 and stable_gap < 1e-14),
     "At z = 37 and z = 40 torch.sigmoid's slope is exactly 0 in reverse and forward mode, where gradlab's "
-    "sigma(z) sigma(-z) is positive; torch.sigmoid(z) * torch.sigmoid(-z) matches gradlab's to 1e-14.",
+    "sigma(z) sigma(-z) is positive; the number torch.sigmoid(z) * torch.sigmoid(-z), and the gradient "
+    "through a torch.autograd.Function with that backward rule, match gradlab's to 1e-14.",
     {
         "reverse": slope_reverse.numpy(),
         "forward": slope_forward.numpy(),
         "gradlab": far.grad,
         "gap": formula_gap,
+        "stable gap": stable_gap,
     },
 )
 print(f"sigma'(37), sigma'(40): torch reverse {slope_reverse.tolist()}, forward {slope_forward.tolist()}, "
       f"gradlab {far.grad.tolist()}")  # fmt: skip
+
+# %% [markdown]
+# ## What a tiny first-layer gradient does to one step: SGD against Adam
+# SGD moves each weight by lr * g, so layer 1 moves the gradient ratio less than layer D. Adam's first
+# step is lr * m / (sqrt(v) + eps) with m = g and sqrt(v) = |g| after bias correction: lr * g / (|g| +
+# eps), about lr * sign(g) unless |g| is near eps (1e-8 by default). Root-mean-square step per entry of
+# layer 1 over layer D (the last hidden layer), one step from the same start on every seed.
+
+
+# %%
+def step_ratio(P, X, y, make_optimizer):
+    params = [torch.tensor(p, requires_grad=True) for p in P]
+    signal_ratio(params, X, y)  # fills every .grad
+    before = [p.detach().clone() for p in params]
+    make_optimizer(params).step()
+    rms = [torch.sqrt(torch.mean((p.detach() - b) ** 2)).item() for p, b in zip(params, before, strict=True)]
+    return rms[0] / rms[2 * DEPTH - 2], params[0].grad.abs()
+
+
+sgd, adam, below_eps = [], [], []
+for X, y, P in draws:
+    sgd.append(step_ratio(P, X, y, lambda p: torch.optim.SGD(p, lr=1e-3))[0])
+    ratio, first_grad = step_ratio(P, X, y, lambda p: torch.optim.Adam(p, lr=1e-3))
+    adam.append(ratio), below_eps.append((first_grad < 1e-8).double().mean().item())
+results.spread("step_ratio_sgd", sgd, "SGD: rms step of layer 1 / rms step of layer D", rtol=1e-6)
+results.spread("step_ratio_adam", adam, "Adam, first step: the same ratio", rtol=1e-6)
+results.spread("below_eps", below_eps, "share of layer 1's gradient entries below Adam's eps = 1e-8")
+results.claim(
+    "adam_undoes_the_scale", bool(max(sgd) < 1e-3 and min(adam) > 0.1),
+    "On every seed SGD moves layer 1's weights by less than 1e-3 of layer D's step (root mean square per "
+    "entry), Adam's first step by more than 0.1 of it.",
+    {"sgd": sgd, "adam": adam},
+)  # fmt: skip
 
 # %%
 results.save()

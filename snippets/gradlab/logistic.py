@@ -89,3 +89,23 @@ def slope_by_methods(z):
         "reverse_gradlab": engine.grad(function, point),
     }
     return {key: float(grads[0][0]) for key, grads in methods.items()} | {"true": reference_slope(z)}
+
+
+def correctly_rounded(z, bits=53, dtype=np.float64):
+    """What a correctly rounded sigma (one rounding of the exact value) does near 1, as a dict.
+
+    1 - sigma(z) = sigma(-z) ~ e^-z, and 1.0 is the nearest float once sigma(-z) <= 2^-(p+1) (half an
+    ulp below 1; a tie goes to the even 1.0): from about (p + 1) ln 2, one ln 2 later than the
+    formula 1 / (1 + e^-z) rounded twice. "one_minus": 1 - sigma(z); "rule_slope": y (1 - y) from that
+    y; "z_one": the first float >= (p + 1) ln 2; "threshold_holds": sigma is 1.0 there and not one float
+    below; "flat_under_step": sigma(z -+ h) is sigma(z) for the central-difference step h, so any
+    central difference of any correctly rounded sigma at z is 0 there: floating point's zero."""
+    y, z_one = reference(z), first_float_at_or_above(bits + 1, dtype)
+    h = float(z) * float(np.finfo(dtype).eps) ** (1 / 3)
+    return {
+        "one_minus": 1 - y,
+        "rule_slope": y * (1 - y),
+        "z_one": z_one,
+        "threshold_holds": reference(z_one) == 1.0 > reference(np.nextafter(z_one, dtype(0))),
+        "flat_under_step": reference(z - h) == y == reference(z + h),
+    }
