@@ -224,8 +224,9 @@ split, start = spread["unit_spread"].max(), max(spread["grad_spread"].max(), np.
 text = f"After {args.sym_steps} steps the largest relative difference between units started equal, over the "
 text += "seeds, is 0 or over 1000 times that between their first gradients and float64's epsilon."
 results.claim("split_grows", split == 0 or split > 1e3 * start, text, spread, answer=True)  # --sym-steps 3000
-text = "the random start reaches a lower loss than the equal start on every seed"
-results.claim("random_fits_better", bool(np.all(random < equal)), text, {"equal": equal, "random": random})
+text = "the random start ends below the equal start's loss on the median seed (not on every seed)"
+fits_better = bool(np.median(random / equal) < 1)
+results.claim("random_fits_better", fits_better, text, {"equal": equal, "random": random})
 
 # %% [markdown]
 # ## Is it backprop?

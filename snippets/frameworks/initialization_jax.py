@@ -115,14 +115,18 @@ for name in INITS:
     results.number(f"var_off_{name}", var_off[name], f"{name}: first layer's |variance / target - 1|")
     results.number(f"largest_{name}", largest[name], f"{name}: largest |entry| in target std")
 results.number("cut", 2 / 0.87962566103423978, "truncation point in target std")
-as_he = np.abs(measured["he_normal"] / measured["he"].mean(0) - 1).max()
-as_glorot = np.abs(measured["glorot_normal"] / measured["glorot"].mean(0) - 1).max()
+# A factor is random (initialization_torch.py): the log of one network's has std at most
+# sigma = sqrt(5 / (n (D - 1))); a draw against the mean of five others: 4 sigma sqrt(1 + 1/5) in the log
+tolerance = 4 * np.sqrt(5 / (WIDTH * (DEPTH - 1))) * np.sqrt(1 + 1 / 5)
+as_he = np.abs(np.log(measured["he_normal"] / measured["he"].mean(0))).max()
+as_glorot = np.abs(np.log(measured["glorot_normal"] / measured["glorot"].mean(0))).max()
 results.claim(
-    "jax_inits_match", as_he < 0.1 and as_glorot < 0.1 and max(var_off.values()) < 0.02
+    "jax_inits_match", as_he < tolerance and as_glorot < tolerance and max(var_off.values()) < 0.02
     and max(largest.values()) <= (1 + 1e-12) * 2 / 0.87962566103423978,
-    "he_normal and glorot_normal give gradlab's He and Glorot factors within 10% on every seed; their "
-    "first layer's variance is within 2% of the target, and no entry lies beyond the cut.",
-    {"he": as_he, "glorot": as_glorot, "variance": var_off, "largest": largest},
+    "he_normal and glorot_normal give factors within 4 standard deviations of gradlab's He and Glorot "
+    "means on every seed; their first layer's variance is within 2% of the target, and no entry lies "
+    "beyond the cut.",
+    {"he": as_he, "glorot": as_glorot, "tolerance": tolerance, "variance": var_off, "largest": largest},
 )  # fmt: skip
 
 # %%

@@ -84,7 +84,7 @@ def from_gradlab(params):  # gradlab's [W1, b1, ...] (W of shape (in, out)) in n
 # ## gradlab's He and Glorot weights in nn.Linear: twins of the numpy numbers
 
 # %%
-measured, by_gradlab = {}, {}
+measured, by_gradlab, std_z = {}, {}, []
 for seed in snippet.seeds(args.seed):
     data_rng = np.random.default_rng([seed, 0])  # initialization.py's measure()
     X, readout = (torch.from_numpy(data_rng.normal(size=(BATCH, n))) for n in (WIDTH, N_OUT))
@@ -95,7 +95,11 @@ for seed in snippet.seeds(args.seed):
         by_gradlab.setdefault(scheme, []).append((run["forward"], run["backward"]))
     torch.manual_seed(seed)
     for name, init in INITS.items():
-        measured.setdefault(name, []).append(factors(torch_layers(init), X, readout))
+        layers = torch_layers(init)
+        measured.setdefault(name, []).append(factors(layers, X, readout))
+        for W in (layer.weight.detach().numpy() for layer in layers if name != "default"):
+            target = np.sqrt(2 / W.shape[1]) if name == "kaiming" else np.sqrt(2 / sum(W.shape))
+            std_z.append((W.std() / target - 1) * np.sqrt(2 * W.size))  # in standard errors, 1/sqrt(2N)
     torch.manual_seed(seed)  # the same default weights as "default", its biases set to 0
     layers = torch_layers("default")
     for layer in layers:
@@ -131,14 +135,26 @@ for name in [*INITS, "default_zero_bias"]:
 results.number("predicted_default", 1 / 6, "n sigma^2 / 2 for variance 1/(3n)")
 total = measured["default"][:, 1] ** (DEPTH - 1)
 results.spread("backward_default_total", total, "default: Var[dL/dh_1] / Var[dL/dh_D]", rtol=1e-3)
-as_he = np.abs(measured["kaiming"] / measured["he"].mean(0) - 1).max()
-as_glorot = np.abs(measured["xavier"] / measured["glorot"].mean(0) - 1).max()
-results.number("kaiming_off", as_he, "kaiming_normal_ factors vs gradlab He's mean, largest rel. gap")
-results.number("xavier_off", as_glorot, "xavier_normal_ factors vs gradlab Glorot's mean, largest gap")
+# %% [markdown]
+# A factor is a random number: for one input, each ReLU layer multiplies the squared norm by
+# $(2/n)\sum_j \max(0, g_j)^2$, of relative variance $5/n$, so the log of the geometric mean over
+# $D-1$ layers has standard deviation at most $\sigma_F = \sqrt{5/(n(D-1))}$ (a batch averages some of it
+# away). A draw against the mean of five others: within 4 of $\sigma_F\sqrt{1 + 1/5}$ in the log.
+
+# %%
+sigma_f = results.number("sigma_factor", np.sqrt(5 / (WIDTH * (DEPTH - 1))), "std of a factor's log, bound")
+tolerance = results.number("factor_tolerance", 4 * sigma_f * np.sqrt(1 + 1 / 5), "4 sigma of the difference")
+as_he = np.abs(np.log(measured["kaiming"] / measured["he"].mean(0))).max()
+as_glorot = np.abs(np.log(measured["xavier"] / measured["glorot"].mean(0))).max()
+results.number("kaiming_off", as_he, "kaiming_normal_ factors vs gradlab He's mean, largest |log ratio|")
+results.number("xavier_off", as_glorot, "xavier_normal_ factors vs gradlab Glorot's mean, largest |log|")
+results.number("std_z_max", np.abs(std_z).max(), "largest |sample std / target - 1| in standard errors")
 results.claim(
-    "torch_inits_match", as_he < 0.1 and as_glorot < 0.1,
-    "kaiming_normal_ and xavier_normal_ give gradlab's He and Glorot factors within 10% on every seed "
-    "(other random draws, so not to the last digit).", {"he": as_he, "glorot": as_glorot},
+    "torch_inits_match", bool(max(as_he, as_glorot) < tolerance and np.abs(std_z).max() < 5),
+    "On every seed kaiming_normal_ and xavier_normal_ draw every layer's weights with He's and Glorot's "
+    "standard deviation to within 5 standard errors, and their factors lie within 4 standard deviations "
+    "of gradlab's He and Glorot means (other random draws, so not to the last digit).",
+    {"he": as_he, "glorot": as_glorot, "tolerance": tolerance, "std_z": np.abs(std_z).max()},
 )  # fmt: skip
 default_backward = measured["default"][:, 1]
 results.claim(

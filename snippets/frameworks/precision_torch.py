@@ -2,9 +2,10 @@
 
 The deep sigmoid network of snippets/precision.py (same arrays, same seeds), float32 master weights
 cast to float16 for the forward and backward passes, the loss in float32. PyTorch's CPU float16
-sigmoid backward rounds after each of its two multiplications, so fewer first-layer entries end up
-zero than in numpy's emulation; `torch.amp.GradScaler` halves the scale and skips the step until the
-scaled gradients are finite; clipping must see `unscale_`d gradients. Quoted by docs/precision.md.
+sigmoid backward rounds after each of its two multiplications, so on the median seed fewer first-layer
+entries end up zero than in numpy's emulation; `torch.amp.GradScaler` halves the scale and skips the
+step until the scaled gradients are finite; clipping must see `unscale_`d gradients. Quoted by
+docs/precision.md.
 """
 
 # %%
@@ -188,24 +189,14 @@ spread("zero", st["zero"], "first-layer float16 entries zero in torch, not in fl
 spread("one_rounding_zero", st["one_rounding_zero"], "the same, torch's forward, numpy's order", rtol=1e-3)
 twin("numpy_zero", st["numpy_zero"], "the same share in precision.py's numpy emulation", of="precision.zero",
      rtol=0, atol=0, reason="the same numpy code on the same arrays")  # fmt: skip
-twin(
-    "below_normal",
-    st["below_normal"],
-    "first-layer entries below the smallest normal",
-    of="precision.below_normal",
-    rtol=0,
-    atol=0,
-    reason="the same float64 reference",
-)
-twin(
-    "s_first",
-    st["s_first"],
-    "first scale GradScaler steps with, from 2^24",
-    of="precision.s_max",
-    rtol=0,
-    atol=0,
-    reason="powers of two; overflow happens in the normal range, where both round alike",
-)
+twin("below_normal", st["below_normal"], "first-layer entries below the smallest normal",
+     of="precision.below_normal", rtol=0, atol=0, reason="the same float64 reference")  # fmt: skip
+twin("s_first", st["s_first"], "first scale GradScaler steps with, from 2^24", of="precision.s_max",
+     rtol=0, atol=0,
+     reason="powers of two; overflow happens in the normal range, where both round alike")  # fmt: skip
+fewer, one_off = st["numpy_zero"] - st["zero"], st["one_rounding_zero"] - st["numpy_zero"]
+spread("fewer_zero", fewer, "numpy's zero share minus torch's, per seed", rtol=1e-3)
+spread("one_rounding_off", one_off, "one rounding's zero share minus numpy's, per seed", rtol=1e-3)
 spread("skipped", st["skipped"], "steps GradScaler skips before the first one it takes")
 twin("norm", st["norm"], "gradient norm clip_grad_norm_ returns after unscale_", of="precision.norm",
      rtol=2e-2, atol=0, reason="float16 gradients of two implementations that round differently")  # fmt: skip
@@ -214,14 +205,14 @@ twin("clip_ratio", st["clip_ratio"], "applied gradient norm, unscale_ then clip 
      reason="S or S norm / c: the norm as in norm's twin")  # fmt: skip
 expected = np.minimum(1, CLIP / st["norm"]) / np.minimum(1, CLIP / (st["s_first"] * st["norm"]))
 CLAIMS = [
-    ("fewer_zeros", np.all(st["zero"] < st["numpy_zero"]), "On every seed PyTorch's CPU float16 backward "
-     "leaves fewer first-layer entries at zero than numpy's emulation."),
+    ("fewer_zeros", np.median(fewer) > 0, "On the median seed PyTorch's CPU float16 backward leaves fewer "
+     "first-layer entries at zero than numpy's emulation; on a single seed it need not."),
     ("torch_order_bitwise", all(bitwise), "Rounding (grad * (1 - y)) * y after each product, as PyTorch's "
      "CPU float16 sigmoid backward does, numpy reproduces PyTorch's first-layer gradient bit for bit on "
      "every seed."),
-    ("order_explains", np.all(np.abs(st["one_rounding_zero"] - st["numpy_zero"]) < 0.05)
-     and np.all(st["one_rounding_zero"] > st["zero"]), "With torch's forward pass but one rounding of "
-     "grad * (y (1 - y)), the zero share is within 5 points of numpy's and above torch's on every seed."),
+    ("order_explains", abs(np.median(one_off)) < 0.05 and np.median(st["one_rounding_zero"] - st["zero"]) > 0,
+     "With torch's forward pass but one rounding of grad * (y (1 - y)), the zero share differs from numpy's "
+     "by under 5 points and exceeds torch's, both on the median seed."),
     ("kernel_rounds_each_product", np.array_equal(kernel, each_rounded) and np.mean(kernel != once) > 0.05,
      "On random float16 arguments, PyTorch's CPU sigmoid_backward equals (grad * (1 - y)) * y with each "
      "product rounded to float16, bit for bit, and differs from float32 arithmetic rounded once in over 5% "
