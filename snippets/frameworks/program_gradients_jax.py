@@ -53,7 +53,7 @@ xj = jnp.asarray(x)  # forward mode, one tangent per entry: where selects the ta
 tangent = jax.jvp(lambda x: jnp.where(x > 0, jnp.sqrt(x), 0.0), (xj,), (jnp.ones_like(xj),))[1]
 forward_nan = int(jnp.isnan(tangent).sum())  # none
 
-KINKS = {  # ReLU written five ways, |x| and clamp at its upper bound: d/dx at the kink
+KINKS = {  # d/dx at the kink: ReLU five ways, |x|, clamp's upper bound, relu(x) - relu(-x) = x
     "relu": (jax.nn.relu, 0.0),
     "max_x_0": (lambda x: jnp.maximum(x, 0.0), 0.0),
     "max_0_x": (lambda x: jnp.maximum(0.0, x), 0.0),
@@ -61,6 +61,7 @@ KINKS = {  # ReLU written five ways, |x| and clamp at its upper bound: d/dx at t
     "clip_low": (lambda x: jnp.clip(x, min=0.0), 0.0),
     "abs": (jnp.abs, 0.0),
     "clip_at_hi": (lambda x: jnp.clip(x, 0.0, 1.0), 1.0),
+    "relu_diff": (lambda x: jax.nn.relu(x) - jax.nn.relu(-x), 0.0),  # = x, derivative 1 at 0
 }
 kink = {name: float(grad(f, np.array(at))) for name, (f, at) in KINKS.items()}
 # --8<-- [end:core]
@@ -123,7 +124,10 @@ for key, values in (("model_nan_fraction", nan_fraction), ("model_safe_nan_fract
 # %%
 for name, value in kink.items():
     results.number(f"kink_{name}", value, f"JAX's d/dx of {name} at its kink")
-for name in ("relu",):  # where JAX and gradlab agree
+for name in (
+    "relu",
+    "relu_diff",
+):  # where JAX and gradlab agree
     results.twin(
         f"kink_{name}_twin",
         kink[name],
@@ -142,6 +146,13 @@ results.claim(
     "argument orders (gradlab: 1 to the first argument, 0 to the second), its clip passes 0.5 at both "
     "bounds (gradlab: 0), and abs'(0) = 1, so (x + abs(x))/2 has slope 1 (gradlab: 0 and 0.5).",
     kink,
+)
+
+results.claim(
+    "identity_gets_zero",
+    kink["relu_diff"] == 0.0,
+    "JAX differentiates relu(x) - relu(-x), which is x, to 0 at x = 0, where the derivative is 1.",
+    {"relu_diff": kink["relu_diff"]},
 )
 
 # %% [markdown]

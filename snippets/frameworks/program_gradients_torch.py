@@ -55,7 +55,7 @@ xt = torch.tensor(x)  # forward mode, one tangent per entry: where selects the t
 tangent = torch.func.jvp(lambda x: torch.where(x > 0, torch.sqrt(x), 0.0), (xt,), (torch.ones_like(xt),))[1]
 forward_nan = int(torch.isnan(tangent).sum())  # none
 
-KINKS = {  # ReLU written five ways, |x| and clamp at its upper bound: d/dx at the kink
+KINKS = {  # d/dx at the kink: ReLU five ways, |x|, clamp's upper bound, relu(x) - relu(-x) = x
     "relu": (torch.relu, 0.0),
     "max_x_0": (lambda x: torch.maximum(x, torch.zeros(())), 0.0),
     "max_0_x": (lambda x: torch.maximum(torch.zeros(()), x), 0.0),
@@ -63,6 +63,7 @@ KINKS = {  # ReLU written five ways, |x| and clamp at its upper bound: d/dx at t
     "clip_low": (lambda x: x.clamp(min=0.0), 0.0),
     "abs": (torch.abs, 0.0),
     "clip_at_hi": (lambda x: x.clamp(0.0, 1.0), 1.0),
+    "relu_diff": (lambda x: torch.relu(x) - torch.relu(-x), 0.0),  # = x, derivative 1 at 0
 }
 kink = {name: float(grad(f, np.array(at))) for name, (f, at) in KINKS.items()}
 # --8<-- [end:core]
@@ -124,7 +125,7 @@ for key, values in (("model_nan_fraction", nan_fraction), ("model_safe_nan_fract
 # %%
 for name, value in kink.items():
     results.number(f"kink_{name}", value, f"PyTorch's d/dx of {name} at its kink")
-for name in ("relu", "abs", "half_x_plus_abs"):  # where PyTorch and gradlab agree
+for name in ("relu", "relu_diff", "abs", "half_x_plus_abs"):  # where PyTorch and gradlab agree
     results.twin(
         f"kink_{name}_twin",
         kink[name],
@@ -144,6 +145,13 @@ results.claim(
     "maximum's tie 0.5/0.5 in both argument orders (gradlab: 1 to the first argument, 0 to the second) "
     "and its clamp passes the whole gradient (1) at both bounds (gradlab: 0).",
     kink,
+)
+
+results.claim(
+    "identity_gets_zero",
+    kink["relu_diff"] == 0.0,
+    "PyTorch differentiates relu(x) - relu(-x), which is x, to 0 at x = 0, where the derivative is 1.",
+    {"relu_diff": kink["relu_diff"]},
 )
 
 # %% [markdown]
