@@ -41,3 +41,27 @@ def test_dead_unit_out_of_reach_has_exactly_zero_central_difference():
     W, b = params[0].copy(), params[1].copy()
     grads = numerical.central_difference(loss, [W, b])
     assert np.all(grads[0][:, 0] == 0) and grads[1][0] == 0
+
+
+def test_out_of_reach_splits_dead_units_by_the_step():
+    params, X = network()
+    params[3][2] = -1e-9  # layer-2 unit 2: dead only by a hair, and in reach of one central step?
+    params[2][:, 2] = 0.0
+    dead = seeded_mlp.dead([p[None] for p in params], X[None], 0.0)[0]
+    units, clear = dead_units.out_of_reach(params, X, dead)
+    assert 0 in units[0] and 2 in units[1]
+    z_top, move = dead_units.central_reach(params, X, units)
+    flat = np.concatenate(clear)
+    assert list(flat) == [z + m < 0 for z, m in zip(z_top, move, strict=True)]
+    assert clear[0][list(units[0]).index(0)] and not clear[1][list(units[1]).index(2)]
+    huge = dead_units.out_of_reach(params, X, dead, step=10.0)[1]  # a step of 10 reaches every unit
+    assert not np.concatenate(huge).any()
+
+
+def test_in_reach_counts_per_seed():
+    params, X = network()
+    params[3][2], params[2][:, 2] = -1e-9, 0.0  # one dead unit in reach of a central step
+    stacked = [np.stack([p, p]) for p in params]
+    dead = seeded_mlp.dead(stacked, np.stack([X, X]), 0.0)
+    assert dead_units.in_reach(stacked, np.stack([X, X]), dead) == [1, 1]
+    assert dead_units.in_reach(stacked, np.stack([X, X]), dead, step=10.0) == [int(dead[0].sum())] * 2

@@ -7,6 +7,8 @@ which changes z on input x by h·max(1, |w_i|)·|h_in,i| (by h·max(1, |b|) for 
 evaluations of the loss see the unit dead, and their difference is exactly 0.
 """
 
+import itertools
+
 import numpy as np
 
 from . import numerical, seeded_mlp
@@ -30,3 +32,26 @@ def central_reach(params, X, units, step=None):
             move.append(float((step * np.maximum(1, np.abs(entries)) * inputs).max()))
             z_top.append(float(zs[layer][0][:, j].max()))
     return z_top, move
+
+
+def out_of_reach(params, X, dead, step=None):
+    """One seed's dead units (``dead``: the booleans of ``seeded_mlp.dead`` for this seed, over all
+    hidden units), split by whether one central step of size ``step·max(1, |entry|)`` can reach
+    z = 0: ``(units, clear)``, where ``units[l]`` lists the dead units of hidden layer ``l`` and
+    ``clear[l]`` says, per unit, that its largest z plus its ``central_reach`` move stays below 0.
+    A check of a unit that is not clear tests where the step lands, not the unit's gradient."""
+    bounds = np.cumsum([0] + [params[2 * layer].shape[1] for layer in range(len(params) // 2 - 1)])
+    units = [np.flatnonzero(dead[lo:hi]) for lo, hi in itertools.pairwise(bounds)]
+    z_top, move = central_reach(params, X, units, step)
+    clear, start = [], 0
+    for chosen in units:
+        clear.append(np.array(z_top[start : start + len(chosen)]) + move[start : start + len(chosen)] < 0)
+        start += len(chosen)
+    return units, clear
+
+
+def in_reach(params, X, dead, step=None):
+    """Per seed (``params``, ``X`` and ``dead`` with a leading seed axis, as ``seeded_mlp`` keeps
+    them): how many dead units one central step can reach (``out_of_reach``'s units not clear)."""
+    split = [out_of_reach(seeded_mlp.one_seed(params, k), X[k], dead[k], step)[1] for k in range(len(X))]
+    return [sum(int((~clear).sum()) for clear in layers) for layers in split]
