@@ -38,8 +38,7 @@ depths = np.unique(np.linspace(1, args.max_depth, 4).astype(int))
 errors = {name: np.zeros((len(SEEDS), len(depths))) for name in ("float32", "float16", "loss32", "loss16")}
 agreement = []
 for s, seed in enumerate(SEEDS):
-    rng = np.random.default_rng(seed)
-    X, y = data(rng)
+    X, y = data(rng := np.random.default_rng(seed))
     small = models.init_mlp([8, args.width, 1], "glorot", rng)
     agreement.append(max(check.compare(lambda p, X=X, y=y: loss(p, X, y), small).values()))
     for d, depth in enumerate(depths):
@@ -212,12 +211,13 @@ CLAIMS += [
      {"loss": loss32, "grad": grad32}),
 ]  # fmt: skip
 ANSWERS = [  # what exercises 1 and 2 answer, about other settings (--sigmoid-depth 14, --clip 100)
-    ("deeper_worse", np.all(st["final"] > st["final10"]) and np.all(st["err_s"] > st["err_s10"]), "On every "
-     f"seed both are higher than the same seed gives at depth {D10}.", {k: st[k] for k in KEYS10.split()}),
+    ("deeper_worse", all(st["final"] > st["final10"]) and np.median(st["err_s"]) > np.median(st["err_s10"]),
+     f"Final underflow's share is higher than at depth {D10} on every seed, and the error is higher on the "
+     "median seed (not on every seed).", {k: st[k] for k in KEYS10.split()}),
     ("scale_too_small", np.all(st["s_need"] > st["s_max"]), "On every seed that scale is above the largest "
      "safe scale.", {"need": st["s_need"], "s_max": st["s_max"]}),
-    ("clip_between", np.all((st["norm"] < args.clip) & (100 * args.clip < st["s_max"] * st["norm"])), "On "
-     "every seed $c$ is above the unscaled norm and under 1% of the scaled norm.", {"norm": st["norm"]}),
+    ("clip_between", np.all((st["norm"] < args.clip) & (args.clip < st["s_max"] * st["norm"])), "On every "
+     "seed $c$ lies between the unscaled norm and the scaled norm.", {"norm": st["norm"]}),
 ]  # fmt: skip
 
 # %%
