@@ -116,7 +116,7 @@ gradients = [check.engine.grad(program, [z_small]) for program in (naive_ce, sta
 results.number("programs_disagreement", check.max_rel_error(*gradients), "naive vs stable", atol=1e-10)
 z_big, one_hot = args.overflow_scale * direction, np.eye(3)[args.label]
 exact = lambda z: np.asarray(losses.stable_softmax(np.asarray(z, np.float64))) - one_hot  # noqa: E731
-right = lambda g, z: bool(check.normwise_rel_error([g], [exact(z)]) < 1e-6)  # noqa: E731 (NaN: False)
+right = lambda g, z: bool(relative_error(g, exact(z)) < 1e-6)  # noqa: E731 (normwise; absolute where exact = 0)
 finite = lambda g, z: bool(np.all(np.isfinite(g)))  # noqa: E731
 kept = lambda m, test: lambda z: m(naive_ce, [z])[0] if test(m(naive_ce, [z])[0], z) else np.nan  # noqa: E731
 outcome, stable_right = {}, 0  # per method at c = --overflow-scale: right, finite and wrong, non-finite

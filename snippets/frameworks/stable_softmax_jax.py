@@ -113,6 +113,44 @@ for name, dtype, top in (("float32", jnp.float32, 60.0), ("float64", jnp.float64
     results.number(f"flush_limit_{name}", flush, f"{name}: c where e^(-2c) falls below the smallest normal")
     results.claim(f"flushed_{name}", abs(scales[finite_loss].max() / flush - 1) < 1e-4,
                   f"In {name}, JAX's log(softmax) is inf from c = ½·(−ln tiny), to 10⁻⁴")  # fmt: skip
+
+# %% [markdown]
+# ## The naive cross-entropy's gradient in JAX: the other library as witness
+# $-\log(e^{z} / \sum_k e^{z_k})_y$, written as gradlab writes it. gradlab's reverse mode returns a finite,
+# wrong gradient from $c \approx 245$: its division rule forms the local factor $-a/b^2 \approx -e^{-3c}$,
+# which underflows before it meets the incoming $-1/p_y \approx -e^{2c}$. JAX's rule multiplies the
+# incoming cotangent first. Both modes against $\mathrm{softmax}(z) - \mathrm{one\_hot}(y)$, normwise to
+# $10^{-6}$, on a grid of $c$.
+
+
+# %%
+def naive_cross_entropy(z):  # e^z / sum e^z, then the log: the naive program of the numpy snippet
+    exponentials = jnp.exp(z)
+    return -jnp.log(exponentials / jnp.sum(exponentials))[LABEL]
+
+
+scales = np.arange(1.0, 400.0, 1e-3)
+zs = scales[:, None] * np.array([1.0, 0.0, -1.0])
+shifted = np.exp(zs - zs.max(axis=1, keepdims=True))
+exact_grads = shifted / shifted.sum(axis=1, keepdims=True) - np.eye(3)[LABEL]  # never 0: normwise is defined
+flush64, no_window = -np.log(np.finfo(np.float64).tiny) / 2, {}
+for mode, transform in (("reverse", jax.grad), ("forward", jax.jacfwd)):
+    grads = np.asarray(jax.jit(jax.vmap(transform(naive_cross_entropy)))(jnp.asarray(zs)))
+    with np.errstate(invalid="ignore"):
+        right = np.linalg.norm(grads - exact_grads, axis=1) / np.linalg.norm(exact_grads, axis=1) < 1e-6
+    finite = np.isfinite(grads).all(axis=1)
+    first_wrong, first_nonfinite = int(np.argmin(right)), int(np.argmin(finite))  # both fail on the grid
+    results.number(f"naive_ce_right_{mode}", scales[first_wrong - 1], f"naive CE: JAX {mode} right to c")
+    results.number(
+        f"naive_ce_finite_{mode}", scales[first_nonfinite - 1], f"naive CE: JAX {mode} finite to c"
+    )
+    no_window[mode] = bool(first_wrong == first_nonfinite and not finite[first_nonfinite:].any()
+                           and abs(scales[first_wrong - 1] / flush64 - 1) < 1e-4)  # fmt: skip
+results.claim("naive_ce_no_window", all(no_window.values()), "JAX's reverse- and forward-mode gradients of "
+              "the naive cross-entropy are right (normwise 1e-6) at every c of the grid up to ½·(−ln tiny), "
+              "to 1e-4, and non-finite beyond: no finite, wrong gradient in between", no_window)  # fmt: skip
+
+# %%
 decimal.getcontext().prec = 60
 reference = float((1 + decimal.Decimal(-CONFIDENT).exp()).ln())  # log(1 + e^-z), 60 digits
 results.claim(
