@@ -1,5 +1,6 @@
 """snippets/frameworks/probe_torch.py: each deliberately broken run gets its symptom, a healthy
-run gets none, and the caller's model and optimizer are left as they were."""
+run gets none, and the caller's model (parameters, gradients, buffers), optimizer and global RNG
+are left as they were: the next step equals the step of a twin copied before the probe ran."""
 
 import copy
 import sys
@@ -29,6 +30,14 @@ def mlp(depth=3, width=32, activation=nn.ReLU, inputs=8, seed=0):
         layers += [nn.Linear(size, width), activation()]
         size = width
     return nn.Sequential(*layers, nn.Linear(size, 1))
+
+
+def twin_of(model, optimizer, make_optimizer):
+    """A copy of the model and its optimizer that shares no tensor with them."""
+    twin = copy.deepcopy(model)
+    twin_optimizer = make_optimizer(twin.parameters())
+    twin_optimizer.load_state_dict(copy.deepcopy(optimizer.state_dict()))
+    return twin, twin_optimizer
 
 
 def symptoms(rows):
@@ -77,6 +86,7 @@ def test_an_optimizer_with_state_keeps_it_after_the_probe(make_optimizer):
         index: {key: value.clone() for key, value in entry.items()}
         for index, entry in optimizer.state_dict()["state"].items()
     }
+    twin, twin_optimizer = twin_of(model, optimizer, make_optimizer)  # never sees the probe
     assert state, "the optimizer has state to lose"
     before = [p.detach().clone() for p in model.parameters()]
     probe_torch.layer_report(model, nn.MSELoss(), X, y, optimizer)
@@ -87,16 +97,40 @@ def test_an_optimizer_with_state_keeps_it_after_the_probe(make_optimizer):
         for key, value in entry.items():
             assert torch.equal(after[index][key], value), (index, key)
     assert all(torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
-    # and the next step is the step the optimizer would have taken without the probe
-    twin = mlp()
-    twin.load_state_dict(model.state_dict())
-    twin_optimizer = make_optimizer(twin.parameters())
-    twin_optimizer.load_state_dict(copy.deepcopy(optimizer.state_dict()))  # shares no state tensor
+    # and the next step is the step the unprobed twin takes
     for m, opt in ((model, optimizer), (twin, twin_optimizer)):
         opt.zero_grad()
         nn.MSELoss()(m(X), y).backward()
         opt.step()
     assert all(torch.equal(a, b) for a, b in zip(model.parameters(), twin.parameters(), strict=True))
+
+
+def test_batch_norm_statistics_and_the_dropout_rng_are_restored():
+    """In training mode the probe's forward pass updates BatchNorm's running_mean, running_var and
+    num_batches_tracked and draws a dropout mask from the global RNG: all must be put back."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Dropout(0.5), nn.Linear(16, 1))
+    X, y = data()
+    make_optimizer = lambda params: torch.optim.Adam(params, lr=1e-2)  # noqa: E731
+    optimizer = make_optimizer(model.parameters())
+    for _ in range(2):
+        optimizer.zero_grad()
+        nn.MSELoss()(model(X), y).backward()
+        optimizer.step()
+    buffers = {name: b.clone() for name, b in model.named_buffers()}
+    assert {"1.running_mean", "1.running_var", "1.num_batches_tracked"} <= buffers.keys()
+    twin, twin_optimizer = twin_of(model, optimizer, make_optimizer)
+    rng = torch.get_rng_state()
+    probe_torch.layer_report(model, nn.MSELoss(), X, y, optimizer)
+    assert all(torch.equal(buffers[name], b) for name, b in model.named_buffers())
+    assert torch.equal(torch.get_rng_state(), rng)
+    for m, opt in ((model, optimizer), (twin, twin_optimizer)):
+        torch.set_rng_state(rng)  # both steps draw the same dropout mask
+        opt.zero_grad()
+        nn.MSELoss()(m(X), y).backward()
+        opt.step()
+    assert all(torch.equal(a, b) for a, b in zip(model.parameters(), twin.parameters(), strict=True))
+    assert all(torch.equal(a, b) for a, b in zip(model.buffers(), twin.buffers(), strict=True))
 
 
 def test_dead_biases_are_flagged_dead():

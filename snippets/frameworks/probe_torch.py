@@ -7,8 +7,13 @@
     for name, symptom in flags(rows):                                # what looks broken
         print(name, symptom)
 
-``layer_report`` leaves your model, its gradients and your optimizer's state as it found them:
-with an optimizer it takes one step, measures what the step did, and puts everything back.
+``layer_report`` leaves your model (its parameters, their gradients and its buffers, such as
+BatchNorm's running statistics), your optimizer's state and torch's global random number
+generators (CPU, and CUDA's if initialized) as it found them: with an optimizer it takes one step,
+measures what the step did, and puts everything back. It cannot restore what it does not see: a
+torch.Generator of your own that the forward pass draws from, or state a module keeps in plain
+Python attributes. The copies it keeps cost memory: one of the parameters, one of the buffers and
+one of the optimizer's state (Adam's: twice the parameters), on the parameters' device.
 Needs only torch. From Gradient Pitfalls (docs/diagnose.md); MIT licence.
 
 Rows, one per parameter (``kind == "parameter"``):
@@ -71,6 +76,10 @@ def layer_report(model, loss_fn, inputs, targets, optimizer=None):
     # state_dict() holds references to the state tensors (step, exp_avg, exp_avg_sq, momentum
     # buffers), which step() updates in place: only a deep copy still holds them as they were.
     saved_state = copy.deepcopy(optimizer.state_dict()) if optimizer is not None else None
+    # The forward pass in training mode updates BatchNorm's running statistics and draws dropout masks.
+    saved_buffers = {name: b.detach().clone() for name, b in model.named_buffers()}
+    saved_rng = torch.get_rng_state()
+    saved_cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
     try:
         for p in params.values():
             p.grad = None
@@ -108,8 +117,13 @@ def layer_report(model, loss_fn, inputs, targets, optimizer=None):
             for name, p in params.items():
                 p.copy_(saved_values[name])
                 p.grad = saved_grads[name]
+            for name, b in model.named_buffers():
+                b.copy_(saved_buffers[name])
         if optimizer is not None:
             optimizer.load_state_dict(saved_state)
+        torch.set_rng_state(saved_rng)
+        if saved_cuda_rng is not None:
+            torch.cuda.set_rng_state_all(saved_cuda_rng)
 
 
 def flags(rows):
