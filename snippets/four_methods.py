@@ -77,6 +77,7 @@ results.claim("max_routes", sent["max"] == (upstream, 0.0), "max routes the grad
 
 # %%
 n_inputs, hidden, rnn_inputs = 3, 4, 3
+SCAN_SETS = 31  # --activation relu: the MLP problems of --seed S to S + 30, searched for kink crossings
 seeds = snippet.seeds(args.seed)
 
 
@@ -137,9 +138,9 @@ results.number("rnn_steps", args.steps, "time steps of the RNN")
 # dominated by the smallest gradient entries. The *scaled* one divides the largest
 # $|a_k - b_k|$ by the largest $|a_k|$. Forward mode and the complex step subtract no nearly
 # equal numbers, so they agree to a few units of the last place; central differences carry
-# truncation and rounding errors near $\epsilon^{2/3} \lvert L\rvert \approx 4 \times 10^{-11} \lvert L\rvert$
-# (see `gradlab/numerical.py`). The claims below fail the run if a method is
-# off by more than rounding explains, on any seed.
+# rounding and truncation errors near $\epsilon^{2/3} (\lvert L\rvert + \lvert \partial_k^3 L\rvert / 6)$,
+# $\epsilon^{2/3} \approx 4 \times 10^{-11}$ (see `gradlab/numerical.py`). The claims below fail
+# the run if a method is off by more than rounding explains, on any seed.
 
 # %%
 tolerance = {"forward": 1e-12, "complex": 1e-12, "central": 1e-8}  # scaled disagreement allowed
@@ -162,15 +163,25 @@ for (model, method, measure), values in errors.items():
 if args.activation == "relu":  # the exercise's question: does a step cross a kink on these seeds?
     crossings = [kink_crossings(*mlp_problem(np.random.default_rng([seed, 0]))) for seed in seeds]
     results.spread("kink_crossings", crossings, "central-difference steps that cross a ReLU kink")
-    central = errors[("mlp", "central", "scaled")]
-    eps23 = np.finfo(float).eps ** (2 / 3)
-    clean = [c < 100 * eps23 for c, n in zip(central, crossings, strict=True) if n == 0]
-    results.claim("central_fine_uncrossed", all(clean), "Where no step crosses a kink, central differences "
-                  "stay within 100 eps^(2/3) on the MLP.", {"crossings": crossings, "central": central},
+    scan, eps23 = {True: [], False: []}, np.finfo(float).eps ** (2 / 3)  # crossed? -> scaled errors
+    for seed in range(snippet.seeds(args.seed)[0], snippet.seeds(args.seed + SCAN_SETS - 1)[-1] + 1):
+        loss, params = mlp_problem(np.random.default_rng([seed, 0]))
+        reference = engine.grad(loss, params)
+        central_grads = check.METHODS["central"](loss, params)
+        scaled = max(np.abs(a - b).max() for a, b in zip(reference, central_grads, strict=True))
+        scan[kink_crossings(loss, params) > 0].append(scaled / max(np.abs(g).max() for g in reference))
+    results.number("scan_problems", len(scan[True]) + len(scan[False]), "MLP problems scanned for crossings")
+    results.number("scan_crossed", len(scan[True]), "scanned problems where a step crosses a kink")
+    for key, value in (("min", min(scan[True], default=np.nan)), ("max", max(scan[True], default=np.nan))):
+        results.number(f"crossed_scaled_{key}", value, f"central scaled error where a step crosses ({key})")
+    results.number("uncrossed_scaled_max", max(scan[False]), "central scaled error where none crosses (max)",
+                   rtol=0, atol=1e-8)  # fmt: skip
+    results.claim("central_fine_uncrossed", max(scan[False]) < 100 * eps23, "Where no step crosses a kink, "
+                  "central differences stay within 100 eps^(2/3) on the MLP.", {"max": max(scan[False])},
                   answer=True)  # fmt: skip
-    broken = [c > 1e-2 for c, n in zip(central, crossings, strict=True) if n > 0]
-    results.claim("crossing_breaks_central", all(broken), "Where a step crosses a kink, central differences' "
-                  "scaled error on the MLP exceeds 1%.", {"crossings": crossings, "central": central},
+    breaks = len(scan[True]) > 0 and min(scan[True]) > 100 * eps23
+    results.claim("crossing_breaks_central", breaks, "Where a step crosses a kink, central differences' "
+                  "scaled error on the MLP exceeds 100 eps^(2/3).", {"crossed": scan[True]},
                   answer=True)  # fmt: skip
 worst = {m: max(max(errors[(k, m, "error")]) for k in ("mlp", "rnn")) for m in ("forward", "complex")}
 results.number(
@@ -211,17 +222,14 @@ central_ratio = [  # elementwise / scaled: above 1 only where the worst entry is
     for k in ("mlp", "rnn")
     for e, s in zip(errors[(k, "central", "error")], errors[(k, "central", "scaled")], strict=True)
 ]
-results.number(
-    "central_ratio_median", np.median(central_ratio), "central: elementwise / scaled, median problem"
-)
-results.number(
-    "central_ratio_min", min(central_ratio), "central: elementwise / scaled, smallest over problems"
-)
+for key, value in (("median", np.median(central_ratio)), ("min", min(central_ratio))):
+    results.number(f"central_ratio_{key}", value, f"central: elementwise / scaled, {key} over problems")
+results.number("central_ratio_max", max(central_ratio), "central: elementwise / scaled, largest")
 results.claim(
     "central_elementwise_larger",
-    min(central_ratio) > 0.99 and np.median(central_ratio) > 2,
-    "Central differences' elementwise error is never below their scaled error, and on most problems more "
-    "than twice it: their rounding error is absolute, so it weighs most on entries smaller than the largest.",
+    np.median(central_ratio) > 10,
+    "On the median problem central differences' elementwise error is more than 10 times their scaled "
+    "error: their rounding error is absolute, so it weighs most on entries far smaller than the largest.",
     {"elementwise / scaled": central_ratio},
 )
 

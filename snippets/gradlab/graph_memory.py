@@ -32,8 +32,11 @@ READS_OTHER_INPUT = {"@", "*"}
 
 def values_rules_read(loss):
     """Entries of the intermediates (non-leaf nodes) that some backward rule below `loss` reads:
-    what reverse mode must keep, as opposed to `stored_values`, what gradlab's graph keeps (every
-    node's array). A value two rules read (tanh's output, the next product's input) counts once."""
+    what gradlab's rules read, as opposed to `stored_values`, what gradlab's graph keeps (every
+    node's array). A value two rules read (tanh's output, the next product's input) counts once.
+    It counts neither the parameters nor the data (leaves), and it depends on how the rules are
+    written: gradlab's relu rule reads its input, so with the next product's input, its output, a
+    ReLU unit costs 2 values, where PyTorch's rule reads the output and keeps 1."""
     seen, stack, read = set(), [loss], {}
     while stack:
         node = stack.pop()
