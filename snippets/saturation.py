@@ -45,6 +45,7 @@ y_below = ops.sigmoid(z_below := np.nextafter(logistic.first_float_at_or_above(5
 results.number("slope_rule_just_below", y_below * (1 - y_below), "y(1 - y) one float below z_one_float64")
 results.number("slope_true_just_below", logistic.reference_slope(z_below), "true sigma' there (decimal)")
 correct = logistic.correctly_rounded(37.0)  # sigma(37) rounded once: 1 - 2^-53, not 1.0
+results.number("spacing_below_one", 1 - np.nextafter(1.0, 0.0), "float64: gap from 1.0 to the float below")
 for key in ("one_minus", "rule_slope", "z_one"):
     results.number(f"correct37_{key}", correct[key], f"correctly rounded sigma at 37: {key}")
 held = correct["one_minus"] > 0 and correct["threshold_holds"] and correct["flat_under_step"]
@@ -211,8 +212,7 @@ for w, means in zip(why, [s["glorot"]["slope_means"] for s in per_seed], strict=
 for q in why[0]:
     results.spread(f"bound_{q}", [w[q] for w in why], f"Glorot sigmoid stack: {q.replace('_', ' ')}")
 results.number("quarter_power", 0.25**args.depth, "(1/4)^D: the bound's slope factor alone")
-ratios = [s[k]["signal_ratio"] / s[k]["signal_estimate"] for s in per_seed for k in setups]
-off_by = [max(r, 1 / r) for r in ratios]
+off_by = [max(q := s[k]["signal_ratio"] / s[k]["signal_estimate"], 1 / q) for s in per_seed for k in setups]
 results.number("estimate_off_by", max(off_by), "largest factor between a signal ratio and its estimate")
 results.claim(
     "bound_holds_directions_dominate",
