@@ -19,9 +19,7 @@ from gradlab import check, engine, huber_frames, losses, ops, shape, snippet
 parser = snippet.parser(__doc__)
 parser.add_argument("--points", type=snippet.positive_int, default=40, help="data points")
 parser.add_argument("--outliers", type=int, default=3, help="points moved far off the line (0 or more)")
-parser.add_argument(
-    "--outlier-x", type=float, help="put the outliers at this x (default: the largest x drawn)"
-)
+parser.add_argument("--outlier-x", type=float, help="put the outliers at this x (default: the largest x)")
 parser.add_argument("--offset", type=float, default=-8.0, help="how far the outliers are moved in y")
 parser.add_argument("--delta", type=snippet.positive_float, default=1.0, help="Huber threshold delta")
 parser.add_argument("--logit", type=float, default=-10.0, help="logit z where gradients are quoted (label 1)")
@@ -87,6 +85,8 @@ errors = {name: np.abs(fits[name][0] - true_slope) for name in fits}
 shift = {"squared": fits["squared"][0] - fits["squared_clean"][0], "huber": huber_fit[0] - huber_clean[0]}
 for name in shift:  # the outliers' own effect: the same loss on the same points without them
     results.spread(f"{name}_outlier_shift", np.abs(shift[name]), f"{name}: |slope - slope without outliers|")
+results.spread("huber_over_squared", errors["huber"] / errors["squared"], "slope error: Huber's / LS'")
+errors |= shape.record_biweight(results, x, y, huber_fit, true_slope)  # a redescending loss from two starts
 for name, holds, statement, values in [
     ("outliers_outweigh_their_number", np.all(shares["squared", "initial"] > 3 * args.outliers / args.points)
      and np.all(shares["squared", "fitted"] > 3 * args.outliers / args.points),
@@ -181,10 +181,8 @@ for key in LOGIT_LOSSES:
     held_out[key] = shape.fitted_accuracy(key, x_cls, y_noisy, x_test, y_test)
     results.spread(f"noisy_accuracy_{key}", held_out[key], f"{key} fit to flipped labels: held-out accuracy")
 results.spread("flip_share_ratio", flip_share["ce"] / flip_share["squared"], "flipped share: CE / squared")
-price = held_out["ce"] - held_out["squared"]
-results.spread(
-    "noisy_accuracy_gap", 100 * price, "held-out accuracy, CE's fit minus squared error's (points)"
-)
+results.spread("noisy_accuracy_gap", 100 * (held_out["ce"] - held_out["squared"]), "held-out: CE - squared")
+price = shape.record_price(results, SEEDS, args.flip, 20, N_CLS, N_TEST)  # 20 more data sets per seed
 pitfall_ratio = steps["pitfall", "squared"] / steps["pitfall", "ce"]
 results.spread("pitfall_ratio", pitfall_ratio, "gd at --lr: squared error's steps / cross-entropy's")
 cut = {o: steps["pitfall", "squared"] / steps[o, "squared"] for o in ("gd", "normalized")}
@@ -216,9 +214,9 @@ for name, holds, statement, values in [
      at_gap),
     ("ce_pulls_flipped", np.all(flip_share["ce"] > flip_share["squared"]),
      "at the same line the flipped labels own a larger share under cross-entropy on every seed", flip_share),
-    ("no_price_here", np.all(np.abs(price) < 0.05),
-     "fitted to the flipped labels, the two losses' held-out accuracies differ by under 5 points on every "
-     "seed", held_out),
+    ("small_price", -2 < price["mean"] < 0, f"averaged over {price['draws']} data sets, cross-entropy's fit "
+     "to the flipped labels is less accurate on fresh points than squared error's, by less than 2 points",
+     price),
 ]:  # fmt: skip
     results.claim(name, bool(holds), statement, values)
 OFFSET0, W0 = parser.get_default("offset"), parser.get_default("init_weight")  # the answers' comparisons
@@ -240,8 +238,11 @@ for name, holds, statement in [
      "normalized step at its best rate still reaches the gap with squared error."),
     ("start_decides_stall", np.median(pitfall_ratio) < 5, f"From w = {args.init_weight:g} the median over "
      "seeds of that ratio is below 5."),
-    ("leverage_defeats_huber", np.all(errors["huber"] > 2 / 3 * errors["squared"]), "On every seed Huber's "
-     "slope error is over two thirds of least squares'."),
+    ("leverage_defeats_huber", np.all(errors["huber"] > 0.75 * errors["squared"]), "On every seed Huber's "
+     "slope error is over three quarters of least squares'."),
+    ("start_decides_biweight", np.all(errors["biweight_lms"] < 0.5) and np.any(errors["biweight_huber"] > 1),
+     "The biweight started from least median of squares misses the slope by under 0.5 on every seed; started "
+     "from Huber's fit it misses by over 1 on some seed."),
 ]:  # fmt: skip
     results.claim(name, bool(holds), statement, answer=True)
 results.save()

@@ -149,3 +149,62 @@ def test_per_point_norms_are_each_points_own_gradient_and_shares_sum_to_one():
     np.testing.assert_allclose(shape.share(norms, mask) + shape.share(norms, ~mask), 1.0, rtol=1e-12)
     (g,) = engine.grad(lambda p: ops.sum(losses.squared_error(p[0] * x[0] - y[0])), [np.full(7, 0.3)])
     np.testing.assert_allclose(np.abs(g), np.abs(0.3 * x[0] - y[0]) * np.abs(x[0]), rtol=1e-12)
+
+
+def leverage_data(seeds=(1, 2, 3), points=40, outliers=3):
+    """The chapter's line with --outlier-x 5: outliers at x = 5, moved by -8 in y."""
+    x, y = [], []
+    for seed in seeds:
+        rng = np.random.default_rng(seed)
+        xi = np.sort(rng.uniform(-1, 1, points))
+        xi[-outliers:] = 5.0
+        x.append(xi)
+        y.append(
+            2.0 * xi + 0.5 + 0.3 * rng.normal(size=points) - 8.0 * (np.arange(points) >= points - outliers)
+        )
+    return np.array(x), np.array(y)
+
+
+def test_least_median_of_squares_ignores_leverage_outliers_and_passes_through_two_points():
+    x, y = leverage_data()
+    slopes, intercepts, scales = shape.least_median_of_squares(x, y)
+    assert np.all(np.abs(slopes - 2.0) < 0.5) and np.all(np.abs(intercepts - 0.5) < 0.3)
+    assert np.all((scales > 0.1) & (scales < 0.6))  # about the noise's 0.3
+    residuals = slopes[:, None] * x + intercepts[:, None] - y
+    assert np.all(np.sum(np.abs(residuals) < 1e-9, axis=1) >= 2)  # an elemental fit: through two points
+
+
+def test_biweight_fit_depends_on_its_start():
+    x, y = leverage_data()  # seeds on which the start decides
+    *line, scales = shape.least_median_of_squares(x, y)
+    good = shape.biweight_fit(x, y, line, scales)
+    bad = shape.biweight_fit(x, y, shape.fit_least_squares(x, y), scales)
+    assert np.all(np.abs(good[0] - 2.0) < 0.2)
+    assert np.all(np.abs(bad[0] - 2.0) > 1.0)  # from least squares the leverage points look like inliers
+    clean_x, clean_y = x[:, :-3], y[:, :-3]  # a huge scale: every weight near 1, the least-squares fit
+    wide = shape.biweight_fit(clean_x, clean_y, (np.zeros(3), np.zeros(3)), np.full(3, 1e6))
+    np.testing.assert_allclose(wide, shape.fit_least_squares(clean_x, clean_y), rtol=1e-6)
+
+
+def test_flip_price_matches_fitted_accuracy_on_one_draw():
+    price = shape.flip_price([7], 0.1, draws=2, points=50, test_points=500)
+    rng = np.random.default_rng([7, 1])  # the second data set, drawn as flip_price draws it
+    x, noise = rng.normal(size=50), rng.normal(size=50)
+    y = (x + 0.3 * noise > 0).astype(float)
+    y_noisy = np.where(rng.random(50) < 0.1, 1 - y, y)
+    x_test, noise_test = rng.normal(size=500), rng.normal(size=500)
+    y_test = (x_test + 0.3 * noise_test > 0).astype(float)
+    ce, squared = (
+        shape.fitted_accuracy(key, x[None], y_noisy[None], x_test[None], y_test[None])
+        for key in ("ce", "squared")
+    )
+    assert price.shape == (2,) and price[1] == (ce - squared)[0]
+
+
+def test_record_price_records_mean_and_standard_error(tmp_path):
+    results = snippet.Results("demo", tmp_path)
+    values = shape.record_price(results, [0], 0.2, draws=4, points=50, test_points=200)
+    price = 100 * shape.flip_price([0], 0.2, draws=4, points=50, test_points=200)
+    assert values["draws"] == 4 and np.isclose(values["mean"], price.mean())
+    assert np.isclose(values["se"], price.std(ddof=1) / 2)
+    assert results.numbers["price_mean"]["value"] == values["mean"]

@@ -255,6 +255,87 @@ def fit_gradient_descent(loss, x, y, lr=1.0, steps=2000):
     return params[0][:, 0], params[1][:, 0], float(np.hypot(*grads).max())
 
 
+def least_median_of_squares(x, y):
+    """Per row: the line through two of the points with the smallest median squared residual (least
+    median of squares, Rousseeuw 1984, searched over every pair), and the scale estimate
+    1.4826 (1 + 5 / (n - 2)) sqrt(that median). A high-breakdown fit: almost half the points can be
+    anywhere. Returns (slopes, intercepts, scales)."""
+    first, second = np.triu_indices(x.shape[-1], 1)
+    run = x[:, second] - x[:, first]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slopes = np.where(run != 0, (y[:, second] - y[:, first]) / run, np.nan)  # (rows, pairs)
+    intercepts = y[:, first] - slopes * x[:, first]
+    medians = np.median((slopes[..., None] * x[:, None] + intercepts[..., None] - y[:, None]) ** 2, axis=-1)
+    best = np.nanargmin(np.where(np.isnan(slopes), np.inf, medians), axis=1)
+    rows, n = np.arange(len(x)), x.shape[-1]
+    scales = 1.4826 * (1 + 5 / (n - 2)) * np.sqrt(medians[rows, best])
+    return slopes[rows, best], intercepts[rows, best], scales
+
+
+def biweight_fit(x, y, start, scale, c=4.685, iterations=200):
+    """Per row: Tukey's biweight fit of a line by iteratively reweighted least squares from
+    `start` = (slopes, intercepts), with weights (1 - (r / (c scale))^2)^2 where |r| < c scale, 0
+    beyond: a loss whose pull returns to zero for large residuals. It is not convex, so the fit
+    is the stationary point the iteration reaches from its start. Returns (slopes, intercepts)."""
+    slopes, intercepts = (np.array(v, dtype=float) for v in start)
+    limit = (c * np.asarray(scale, dtype=float))[:, None]
+    for _ in range(iterations):
+        u = (slopes[:, None] * x + intercepts[:, None] - y) / limit
+        w = np.where(np.abs(u) < 1, (1 - u**2) ** 2, 0.0)
+        sw, sx, sxx, sy, sxy = (np.sum(w * t, axis=1) for t in (1, x, x * x, y, x * y))
+        det = sw * sxx - sx**2
+        ok = det > 1e-12 * np.maximum(sw * sxx, 1e-300)  # a row whose weights vanish keeps its line
+        safe = np.where(ok, det, 1.0)
+        slopes = np.where(ok, (sw * sxy - sx * sy) / safe, slopes)
+        intercepts = np.where(ok, (sxx * sy - sx * sxy) / safe, intercepts)
+    return slopes, intercepts
+
+
+def record_biweight(results, x, y, huber_fit, true_slope):
+    """Tukey's biweight (`biweight_fit`) from two starts, Huber's fit and the least-median-of-squares
+    line, both with the latter's scale: records the spreads biweight_huber_slope_error and
+    biweight_lms_slope_error and the number biweight_huber_stuck (seeds whose error from Huber's
+    start exceeds 1); returns the slope errors by key."""
+    *lms_line, scale = least_median_of_squares(x, y)
+    errors = {}
+    for name, start in (("huber", huber_fit), ("lms", lms_line)):
+        errors[f"biweight_{name}"] = np.abs(biweight_fit(x, y, start, scale)[0] - true_slope)
+        about = f"biweight from the {name} fit: |slope - true slope|"
+        results.spread(f"biweight_{name}_slope_error", errors[f"biweight_{name}"], about)
+    stuck = int(np.sum(errors["biweight_huber"] > 1))
+    results.number("biweight_huber_stuck", stuck, "seeds whose biweight from Huber's fit misses by over 1")
+    return errors
+
+
+def flip_price(seeds, flip, draws, points, test_points):
+    """Held-out accuracy of cross-entropy's fit minus squared error's, both fitted (`minima`) to
+    labels flipped with probability `flip`: `draws` data sets per seed, each from its own
+    generator default_rng([seed, draw]), x ~ N(0, 1) and y = [x + 0.3 N(0, 1) > 0] as in the
+    snippet, scored on `test_points` fresh clean points. One value per data set, seed-major."""
+    rngs = [np.random.default_rng([seed, draw]) for seed in seeds for draw in range(draws)]
+    x, noise = (np.stack([rng.normal(size=points) for rng in rngs]) for _ in range(2))
+    y = (x + 0.3 * noise > 0).astype(float)
+    y_noisy = np.where(np.stack([rng.random(points) < flip for rng in rngs]), 1 - y, y)
+    x_test, noise_test = (np.stack([rng.normal(size=test_points) for rng in rngs]) for _ in range(2))
+    y_test = (x_test + 0.3 * noise_test > 0).astype(float)
+    ce, squared = (fitted_accuracy(key, x, y_noisy, x_test, y_test) for key in ("ce", "squared"))
+    return ce - squared
+
+
+def record_price(results, seeds, flip, draws, points, test_points):
+    """`flip_price` in percentage points, recorded as price_draws (how many data sets), price_mean,
+    price_se (its standard error), price_min and price_max; returns those values by name."""
+    price = 100 * flip_price(seeds, flip, draws, points, test_points)
+    values = {"draws": price.size, "mean": price.mean(), "se": price.std(ddof=1) / np.sqrt(price.size),
+              "min": price.min(), "max": price.max()}  # fmt: skip
+    for key, value in values.items():
+        about = (
+            f"held-out accuracy, CE's fit minus squared error's (points), {draws} data sets per seed: {key}"
+        )
+        results.number(f"price_{key}", value, about)
+    return values
+
+
 def per_point_gradient_norms(loss, slopes, intercepts, x, y):
     """||g_i||, g_i = loss'(r_i) (x_i, 1), for every point of every row: each point gets its own copy of
     its row's (slope, intercept), so one backward pass returns every point's own gradient."""
