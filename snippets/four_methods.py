@@ -171,6 +171,7 @@ if args.activation == "relu":  # the exercise's question: does a step cross a ki
         scaled = max(np.abs(a - b).max() for a, b in zip(reference, central_grads, strict=True))
         scan[kink_crossings(loss, params) > 0].append(scaled / max(np.abs(g).max() for g in reference))
     results.number("scan_problems", len(scan[True]) + len(scan[False]), "MLP problems scanned for crossings")
+    results.number("scan_last_seed", args.seed + SCAN_SETS - 1, "the scan covers --seed S to this --seed")
     results.number("scan_crossed", len(scan[True]), "scanned problems where a step crosses a kink")
     for key, value in (("min", min(scan[True], default=np.nan)), ("max", max(scan[True], default=np.nan))):
         results.number(f"crossed_scaled_{key}", value, f"central scaled error where a step crosses ({key})")
