@@ -116,22 +116,29 @@ def prose_edit_under_serve(clone: Path) -> float:
 RUNS = """
 import sys, time
 from pathlib import Path
-from pipeline import runner
+from mkdocs.config import load_config
+from pipeline import notebook_pages, runner
 requests = runner.build_requests()
 if sys.argv[1] == "without":
     requests = [(p, a) for p, a in requests if p.parent != runner.FRAMEWORKS]
+config = load_config("mkdocs.yml")  # each site run's notebook to HTML as it ends, as the build does
+config.plugins["mkdocs-jupyter"].config["cache_dir"] = str(Path(sys.argv[2]).parent / "mkdocs-jupyter")
 start = time.perf_counter()
-outcomes = runner.run_many(requests, cache=Path(sys.argv[2]), progress=False)
+outcomes = runner.run_many(
+    requests, cache=Path(sys.argv[2]), progress=False, on_result=notebook_pages.prerenderer(config)
+)
 assert not any(isinstance(o, runner.SnippetError) for o in outcomes.values())
 print(time.perf_counter() - start)
 """
 
 
 def framework_share(clone: Path, folder: Path, clean: float) -> None:
-    """The build's runs (site runs and answer runs) with and without the framework scripts,
-    each into an empty cache (XLA's compiled programs too), three times each, alternating, the
-    shortest counted (on one 2-core machine samples of one kind spread by up to 7 s, and the
-    share by several points): the difference is what the frameworks add to a clean build."""
+    """The build's runs (site runs and answer runs) with and without the framework scripts, and
+    the conversion of their notebooks to HTML as they end (as in the build), each into empty
+    caches (XLA's compiled programs and the converted pages too), three times each,
+    alternating, the shortest counted (on one 2-core machine samples of one kind spread by up
+    to 7 s, and the share by several points): the difference is what the frameworks add to a
+    clean build."""
     took: dict[str, list[float]] = {"with": [], "without": []}
     for attempt in range(3):
         for which in ("with", "without"):
@@ -145,7 +152,7 @@ def framework_share(clone: Path, folder: Path, clean: float) -> None:
     for which, seconds_ in took.items():
         spread = ", ".join(f"{t:.1f}" for t in seconds_)
         line(
-            f"the build's snippet runs, {which} the framework scripts",
+            f"the build's snippet runs and notebook conversions, {which} the framework scripts",
             min(seconds_),
             "s",
             f"(best of {spread})",
