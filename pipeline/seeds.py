@@ -62,12 +62,17 @@ def parse_seeds(text: str) -> list[int]:
     return list(dict.fromkeys(seeds))
 
 
+def answer_seed_args(args: tuple[str, ...], seed: int) -> tuple[str, ...]:
+    """An exercise's arguments on another seed (the seed last: ``failures`` reads it there)."""
+    return (*args, "--seed", str(seed))
+
+
 def requests(names: list[str], seeds: list[int], answers: dict) -> list[tuple[str, tuple[str, ...]]]:
     """The runs: each name's ``--seed S``, and each quoted answer run of those names with
     ``--seed S`` added (an exercise that sets its seed itself is left as it is)."""
     runs = [(name, ("--seed", str(seed))) for name in names for seed in seeds]
     runs += [
-        (name, (*args, "--seed", str(seed)))
+        (name, answer_seed_args(args, seed))
         for name, args in sorted(answers)
         if name in names and "--seed" not in args
         for seed in seeds

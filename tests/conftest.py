@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT / "snippets"))  # import gradlab
 sys.path.insert(0, str(ROOT))  # import pipeline
 
 from pipeline import blas, runner  # noqa: E402
-from pipeline.seeds import draws_at_random  # noqa: E402
+from pipeline.seeds import answer_seed_args, draws_at_random  # noqa: E402
 
 blas.pin()  # before numpy loads: the OpenBLAS kernels the site's numbers were recorded with
 
@@ -97,11 +97,6 @@ def _site_runs():
     # the notebooks to HTML as their runs end, not one after another inside the build's test
     config = load_config(str(ROOT / "mkdocs.yml"))
     return runner.run_many(requests, on_result=notebook_pages.prerenderer(config))
-
-
-def answer_seed_args(args: tuple[str, ...], seed: int) -> tuple[str, ...]:
-    """An exercise's arguments on another seed."""
-    return (*args, "--seed", str(seed))
 
 
 def _seed_requests() -> list:

@@ -6,10 +6,10 @@ import subprocess
 import sys
 
 import pytest
-from conftest import OTHER_SEEDS, ROOT, answer_seed_args
+from conftest import OTHER_SEEDS, ROOT
 
 from pipeline import record, runner
-from pipeline.seeds import draws_at_random, quoted_answer_claims
+from pipeline.seeds import answer_seed_args, draws_at_random, quoted_answer_claims
 
 NAMES = [path.stem for path in runner.snippet_paths()]
 
